@@ -1,0 +1,60 @@
+//===- WeftBase.td - Weft dialect definition ---------------*- tablegen -*-===//
+//
+// The `weft` dialect: tensor-level ops of transformer models, normalized from
+// what exporters emit, as the common input of autodiff, sharding and lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_DIALECT_WEFT_IR_WEFTBASE_TD
+#define WEFT_DIALECT_WEFT_IR_WEFTBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Weft_Dialect : Dialect {
+  let name = "weft";
+  let cppNamespace = "::weft";
+  let summary = "Tensor ops of transformer models for distributed training";
+  let description = [{
+    Ops operate on builtin ranked tensors of f16, bf16, f32, f64, i1, i32 and
+    i64. Elementwise ops broadcast like numpy. Model weights are arguments of
+    the entry function marked with the `weft.param` argument attribute, which
+    holds the weight's name in the source model; graph inputs carry
+    `weft.input` and the function carries `weft.outputs` naming its results.
+    The weights themselves are never inlined: the module attribute
+    `weft.weights` names the file they are read from.
+  }];
+  let hasConstantMaterializer = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Argument attribute naming a model weight (a StringAttr).
+    static constexpr ::llvm::StringLiteral kParamAttrName = "weft.param";
+    /// Argument attribute naming a graph input (a StringAttr).
+    static constexpr ::llvm::StringLiteral kInputAttrName = "weft.input";
+    /// Function attribute naming the results (an ArrayAttr of StringAttr).
+    static constexpr ::llvm::StringLiteral kOutputsAttrName = "weft.outputs";
+    /// Module attribute: path of the file holding the weights.
+    static constexpr ::llvm::StringLiteral kWeightsAttrName = "weft.weights";
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Weft_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Weft_IndexElement : AnyTypeOf<[I32, I64]>;
+def Weft_NumericElement : AnyTypeOf<[F16, BF16, F32, F64, I32, I64]>;
+def Weft_AnyElement : AnyTypeOf<[F16, BF16, F32, F64, I1, I32, I64]>;
+
+def Weft_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
+def Weft_IndexTensor : RankedTensorOf<[I32, I64]>;
+def Weft_BoolTensor : RankedTensorOf<[I1]>;
+def Weft_NumericTensor : RankedTensorOf<[F16, BF16, F32, F64, I32, I64]>;
+def Weft_Tensor : RankedTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>;
+
+class Weft_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Weft_Dialect, mnemonic, traits>;
+
+#endif // WEFT_DIALECT_WEFT_IR_WEFTBASE_TD

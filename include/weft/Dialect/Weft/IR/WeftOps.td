@@ -1,0 +1,669 @@
+//===- WeftOps.td - Weft op definitions --------------------*- tablegen -*-===//
+//
+// Shape rules live in each op's result type inference (WeftOps.cpp), so the
+// parser, the builders and the verifier all apply the same rule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_DIALECT_WEFT_IR_WEFTOPS_TD
+#define WEFT_DIALECT_WEFT_IR_WEFTOPS_TD
+
+include "weft/Dialect/Weft/IR/WeftBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Constants and generators
+//===----------------------------------------------------------------------===//
+
+def Weft_ConstantOp : Weft_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "A tensor constant";
+  let description = [{
+    Materializes a dense (or dense resource) tensor constant. Large model
+    weights are not constants: they are `weft.param` arguments.
+
+    ```mlir
+    %eps = weft.constant dense<1.0e-05> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Weft_RangeOp : Weft_Op<"range", [Pure]> {
+  let summary = "A 1-D arithmetic sequence";
+  let description = [{
+    `result[i] = start + i * step` for every `i` of the 1-D result, whose
+    length is given by the result type. `start` and `step` have the result's
+    element type.
+
+    ```mlir
+    %pos = weft.range {start = 0 : i64, step = 1 : i64} : tensor<128xi64>
+    ```
+  }];
+  let arguments = (ins TypedAttrInterface:$start, TypedAttrInterface:$step);
+  let results = (outs RankedTensorOf<[I32, I64, F16, BF16, F32, F64]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+class Weft_UnaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
+    : Weft_Op<mnemonic, !listconcat(
+          [Pure, Elementwise, SameOperandsAndResultType], traits)> {
+  let arguments = (ins tensorType:$input);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+class Weft_FloatUnaryOp<string mnemonic, string formula>
+    : Weft_UnaryOp<mnemonic, Weft_FloatTensor> {
+  let hasFolder = 1;
+  let summary = "Elementwise " # formula;
+  let description = [{
+    Computes `}] # formula # [{` for each element.
+
+    ```mlir
+    %y = weft.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+}
+
+def Weft_SqrtOp : Weft_FloatUnaryOp<"sqrt", "sqrt(x)">;
+def Weft_RsqrtOp : Weft_FloatUnaryOp<"rsqrt", "1 / sqrt(x)">;
+def Weft_ExpOp : Weft_FloatUnaryOp<"exp", "exp(x)">;
+def Weft_LogOp : Weft_FloatUnaryOp<"log", "log(x)">;
+def Weft_TanhOp : Weft_FloatUnaryOp<"tanh", "tanh(x)">;
+def Weft_ErfOp : Weft_FloatUnaryOp<"erf", "erf(x)">;
+def Weft_SigmoidOp : Weft_FloatUnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def Weft_SiluOp : Weft_FloatUnaryOp<"silu", "x / (1 + exp(-x))">;
+def Weft_ReciprocalOp : Weft_FloatUnaryOp<"reciprocal", "1 / x">;
+def Weft_SinOp : Weft_FloatUnaryOp<"sin", "sin(x)">;
+def Weft_CosOp : Weft_FloatUnaryOp<"cos", "cos(x)">;
+
+class Weft_NumericUnaryOp<string mnemonic, string formula>
+    : Weft_UnaryOp<mnemonic, Weft_NumericTensor> {
+  let summary = "Elementwise " # formula;
+  let description = [{
+    Computes `}] # formula # [{` for each element of a float or integer
+    tensor.
+
+    ```mlir
+    %y = weft.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+}
+
+def Weft_NegOp : Weft_NumericUnaryOp<"neg", "-x"> { let hasFolder = 1; }
+def Weft_AbsOp : Weft_NumericUnaryOp<"abs", "|x|">;
+def Weft_ReluOp : Weft_NumericUnaryOp<"relu", "max(x, 0)">;
+
+def Weft_GeluOp : Weft_Op<"gelu",
+    [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    With `approximate = "none"` (the default): `0.5 * x * (1 + erf(x / sqrt(2)))`.
+    With `approximate = "tanh"`:
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`.
+    The names follow PyTorch's `gelu(approximate=...)` and ONNX `Gelu`.
+
+    ```mlir
+    %y = weft.gelu %x {approximate = "tanh"} : tensor<2x16x256xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Weft_NotOp : Weft_UnaryOp<"not", Weft_BoolTensor> {
+  let hasFolder = 1;
+  let summary = "Elementwise logical negation";
+  let description = [{
+    ```mlir
+    %y = weft.not %mask : tensor<16x16xi1>
+    ```
+  }];
+}
+
+def Weft_CastOp : Weft_Op<"cast",
+    [Pure, Elementwise, SameOperandsAndResultShape]> {
+  let summary = "Elementwise element type conversion";
+  let description = [{
+    Converts each element to the result's element type. Float to integer
+    truncates toward zero; to i1 means `x != 0`; from i1 gives 0 or 1.
+
+    ```mlir
+    %f = weft.cast %ids : tensor<1x16xi64> to tensor<1x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+// Binary ops broadcast their operands like numpy: shapes are aligned at the
+// trailing dimension and a dimension of size 1 stretches.
+class Weft_BroadcastOp<string mnemonic, list<Trait> traits = []>
+    : Weft_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::weft::inferBroadcastResult(loc, getOperationName(),
+          adaptor.getOperands(), resultElementType(adaptor.getOperands()),
+          types);
+    }
+  }];
+}
+
+class Weft_ArithOp<string mnemonic, string formula, Type tensorType,
+                   list<Trait> traits = []>
+    : Weft_BroadcastOp<mnemonic, !listconcat([SameOperandsElementType],
+                                             traits)> {
+  let summary = "Elementwise " # formula # " with broadcasting";
+  let description = [{
+    Computes `}] # formula # [{` elementwise after broadcasting `lhs` and
+    `rhs` to a common shape (numpy rules).
+
+    ```mlir
+    %y = weft.}] # mnemonic # [{ %a, %b : tensor<2x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$lhs, tensorType:$rhs);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let extraClassDeclaration = [{
+    static ::mlir::Type resultElementType(::mlir::ValueRange operands) {
+      return ::mlir::getElementTypeOrSelf(operands.front().getType());
+    }
+  }];
+}
+
+def Weft_AddOp : Weft_ArithOp<"add", "lhs + rhs", Weft_NumericTensor,
+                              [Commutative]> { let hasFolder = 1; }
+def Weft_SubOp : Weft_ArithOp<"sub", "lhs - rhs", Weft_NumericTensor> {
+  let hasFolder = 1;
+}
+def Weft_MulOp : Weft_ArithOp<"mul", "lhs * rhs", Weft_NumericTensor,
+                              [Commutative]> { let hasFolder = 1; }
+def Weft_DivOp : Weft_ArithOp<"div", "lhs / rhs (integers: toward zero)",
+                              Weft_NumericTensor> { let hasFolder = 1; }
+def Weft_PowOp : Weft_ArithOp<"pow", "lhs ^ rhs", Weft_FloatTensor> {
+  let hasFolder = 1;
+}
+def Weft_MaxOp : Weft_ArithOp<"max", "max(lhs, rhs)", Weft_NumericTensor,
+                              [Commutative]> { let hasFolder = 1; }
+def Weft_MinOp : Weft_ArithOp<"min", "min(lhs, rhs)", Weft_NumericTensor,
+                              [Commutative]> { let hasFolder = 1; }
+def Weft_AndOp : Weft_ArithOp<"and", "lhs and rhs", Weft_BoolTensor,
+                              [Commutative]> { let hasFolder = 1; }
+def Weft_OrOp : Weft_ArithOp<"or", "lhs or rhs", Weft_BoolTensor,
+                             [Commutative]> { let hasFolder = 1; }
+def Weft_XorOp : Weft_ArithOp<"xor", "lhs xor rhs", Weft_BoolTensor,
+                              [Commutative]> { let hasFolder = 1; }
+
+class Weft_CompareOp<string mnemonic, string formula, list<Trait> traits = []>
+    : Weft_BroadcastOp<mnemonic, !listconcat([SameOperandsElementType],
+                                             traits)> {
+  let summary = "Elementwise comparison `" # formula # "` with broadcasting";
+  let description = [{
+    Compares broadcast operands elementwise; the result is an i1 tensor.
+
+    ```mlir
+    %m = weft.}] # mnemonic # [{ %a, %b : tensor<16x16xi64>, tensor<16x1xi64>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$lhs, Weft_Tensor:$rhs);
+  let results = (outs Weft_BoolTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let extraClassDeclaration = [{
+    static ::mlir::Type resultElementType(::mlir::ValueRange operands) {
+      return ::mlir::IntegerType::get(operands.front().getContext(), 1);
+    }
+  }];
+  let hasFolder = 1;
+}
+
+def Weft_EqualOp : Weft_CompareOp<"equal", "lhs == rhs", [Commutative]>;
+def Weft_LessOp : Weft_CompareOp<"less", "lhs < rhs">;
+def Weft_LessEqualOp : Weft_CompareOp<"less_equal", "lhs <= rhs">;
+def Weft_GreaterOp : Weft_CompareOp<"greater", "lhs > rhs">;
+def Weft_GreaterEqualOp : Weft_CompareOp<"greater_equal", "lhs >= rhs">;
+
+def Weft_WhereOp : Weft_BroadcastOp<"where",
+    [AllElementTypesMatch<["on_true", "on_false", "result"]>]> {
+  let summary = "Elementwise select with broadcasting";
+  let description = [{
+    `result = condition ? on_true : on_false`, with all three operands
+    broadcast to a common shape. This is how exporters write causal masks.
+
+    ```mlir
+    %s = weft.where %causal, %scores, %neg_inf
+        : tensor<16x16xi1>, tensor<1x4x16x16xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Weft_BoolTensor:$condition, Weft_Tensor:$on_true,
+                       Weft_Tensor:$on_false);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:`
+    type($condition) `,` type($on_true) `,` type($on_false)
+  }];
+  let extraClassDeclaration = [{
+    static ::mlir::Type resultElementType(::mlir::ValueRange operands) {
+      return ::mlir::getElementTypeOrSelf(operands[1].getType());
+    }
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Weft_MatmulOp : Weft_Op<"matmul",
+    [Pure, InferTypeOpAdaptor, SameOperandsElementType]> {
+  let summary = "Batched matrix product with broadcasting (numpy matmul)";
+  let description = [{
+    Multiplies the last two dimensions; leading (batch) dimensions broadcast.
+    A 1-D `lhs` is a row vector and a 1-D `rhs` a column vector, and the
+    added dimension is dropped from the result, as in numpy.
+
+    ```mlir
+    %s = weft.matmul %q, %kt : tensor<1x4x16x8xf32>, tensor<1x4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_NumericTensor:$lhs, Weft_NumericTensor:$rhs);
+  let results = (outs Weft_NumericTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Weft_LinearOp : Weft_Op<"linear",
+    [Pure, InferTypeOpAdaptor, SameOperandsElementType]> {
+  let summary = "Affine map of the last dimension: input * weight + bias";
+  let description = [{
+    `input` is `[..., K]` and `weight` is `[K, N]`, or `[N, K]` when
+    `transpose_weight` is set (the layout of `torch.nn.Linear`). The optional
+    1-D `bias` has `N` elements. The result is `[..., N]`. This is the unit
+    that tensor parallelism splits by columns or rows.
+
+    ```mlir
+    %h = weft.linear %x, %w, %b : tensor<2x16x64xf32>, tensor<64x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
+                       Optional<Weft_FloatTensor>:$bias,
+                       UnitAttr:$transpose_weight);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)?
+  }];
+}
+
+def Weft_ConvOp : Weft_Op<"conv",
+    [Pure, InferTypeOpAdaptor, SameOperandsElementType]> {
+  let summary = "N-d convolution in NCHW layout (as ONNX Conv)";
+  let description = [{
+    `input` is `[N, C, D1..Dn]`, `weight` is `[M, C / group, K1..Kn]`, the
+    optional `bias` has `M` elements. `pads` holds the `n` leading pads then
+    the `n` trailing pads. Vision transformers use it for patch embedding.
+
+    ```mlir
+    %p = weft.conv %img, %w, %b {strides = array<i64: 8, 8>,
+        pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1}
+        : tensor<1x3x32x32xf32>, tensor<64x3x8x8xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
+                       Optional<Weft_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)?
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+class Weft_ReduceOp<string mnemonic, string what, Type tensorType>
+    : Weft_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "Reduction by " # what # " over the given axes";
+  let description = [{
+    Reduces `input` over `axes` (non-negative, strictly increasing, at least
+    one). With `keepdims` the reduced dimensions stay with size 1.
+
+    ```mlir
+    %m = weft.}] # mnemonic # [{ %x {axes = array<i64: 2>, keepdims} : tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keepdims);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::weft::inferReductionResult(loc, getOperationName(),
+          adaptor.getInput().getType(), adaptor.getAxes(),
+          adaptor.getKeepdims(), types);
+    }
+  }];
+}
+
+def Weft_ReduceSumOp : Weft_ReduceOp<"reduce_sum", "sum", Weft_NumericTensor>;
+def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean", "arithmetic mean",
+                                      Weft_FloatTensor>;
+def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", "maximum",
+                                     Weft_NumericTensor>;
+def Weft_ReduceMinOp : Weft_ReduceOp<"reduce_min", "minimum",
+                                     Weft_NumericTensor>;
+def Weft_ReduceProdOp : Weft_ReduceOp<"reduce_prod", "product",
+                                      Weft_NumericTensor>;
+
+class Weft_SoftmaxBase<string mnemonic, string formula>
+    : Weft_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = formula # " along one axis";
+  let description = [{
+    Computes `}] # formula # [{` along `axis` (non-negative), numerically
+    stable (the maximum is subtracted first).
+
+    ```mlir
+    %p = weft.}] # mnemonic # [{ %scores {axis = 3} : tensor<1x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Weft_SoftmaxOp : Weft_SoftmaxBase<"softmax",
+                                      "exp(x) / sum(exp(x))">;
+def Weft_LogSoftmaxOp : Weft_SoftmaxBase<"log_softmax",
+                                         "x - log(sum(exp(x)))">;
+
+def Weft_LayerNormOp : Weft_Op<"layer_norm",
+    [Pure, SameOperandsElementType,
+     AllTypesMatch<["input", "result"]>]> {
+  let summary = "Layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes over the dimensions `axis..rank-1`:
+    `(x - mean) / sqrt(var + epsilon) * scale + bias` with the biased
+    variance. `scale` and the optional `bias` have the normalized shape.
+
+    ```mlir
+    %y = weft.layer_norm %x, %gamma, %beta {axis = 2, epsilon = 1.0e-05 : f64}
+        : tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
+                       Optional<Weft_FloatTensor>:$bias, I64Attr:$axis,
+                       F64Attr:$epsilon);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($scale) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_RmsNormOp : Weft_Op<"rms_norm",
+    [Pure, SameOperandsElementType,
+     AllTypesMatch<["input", "result"]>]> {
+  let summary = "Root-mean-square normalization over the trailing dimensions";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * scale` over the dimensions
+    `axis..rank-1`; `scale` has the normalized shape (Llama's RMSNorm).
+
+    ```mlir
+    %y = weft.rms_norm %x, %w {axis = 2, epsilon = 1.0e-06 : f64}
+        : tensor<2x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
+                       I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` type($input) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_AttentionOp : Weft_Op<"attention",
+    [Pure, InferTypeOpAdaptor,
+     AllElementTypesMatch<["query", "key", "value", "result"]>]> {
+  let summary = "Scaled dot-product attention";
+  let description = [{
+    `softmax(query * key^T * scale + mask) * value` per batch and head.
+    `query` is `[B, Hq, S, D]`, `key` is `[B, Hkv, T, D]` and `value` is
+    `[B, Hkv, T, Dv]`; `Hq` must be a multiple of `Hkv` (grouped-query
+    attention: query head `h` reads key/value head `h / (Hq / Hkv)`). The
+    result is `[B, Hq, S, Dv]`. `scale` defaults to `1 / sqrt(D)`. `causal`
+    masks key position `j` for query position `i` when `j > i + T - S`. The
+    optional `mask` broadcasts to `[B, Hq, S, T]`: a float mask is added to
+    the scores, an i1 mask keeps the positions where it is true.
+
+    ```mlir
+    %o = weft.attention %q, %k, %v {causal}
+        : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
+                       Weft_FloatTensor:$value, Optional<Weft_Tensor>:$mask,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:` type($query) `,`
+    type($key) `,` type($value) (`,` type($mask)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The scale applied to the scores: the attribute or 1/sqrt(head dim).
+    double getEffectiveScale();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing and data movement
+//===----------------------------------------------------------------------===//
+
+def Weft_GatherOp : Weft_Op<"gather",
+    [Pure, InferTypeOpAdaptor,
+     AllElementTypesMatch<["data", "result"]>]> {
+  let summary = "Gather slices along an axis (embedding lookup)";
+  let description = [{
+    `result[i..., j..., k...] = data[i..., indices[j...], k...]` where `i`
+    spans the dimensions before `axis`. A negative index counts from the end
+    of `axis`. An embedding lookup is a gather on axis 0 of the table.
+
+    ```mlir
+    %e = weft.gather %wte, %ids {axis = 0} : tensor<256x64xf32>, tensor<1x16xi64>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$data, Weft_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` type($data) `,` type($indices)
+  }];
+}
+
+def Weft_ReshapeOp : Weft_Op<"reshape",
+    [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Reinterpret the shape, keeping the row-major element order";
+  let description = [{
+    The result type gives the new shape; element counts must agree.
+
+    ```mlir
+    %h = weft.reshape %x : tensor<1x16x64xf32> -> tensor<1x16x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Weft_TransposeOp : Weft_Op<"transpose",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "Permute dimensions";
+  let description = [{
+    `result.shape[i] = input.shape[permutation[i]]`.
+
+    ```mlir
+    %t = weft.transpose %x {permutation = array<i64: 0, 2, 1, 3>}
+        : tensor<1x16x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Weft_ConcatOp : Weft_Op<"concat",
+    [Pure, InferTypeOpAdaptor, SameOperandsElementType]> {
+  let summary = "Join tensors along an axis";
+  let description = [{
+    All inputs agree in every dimension but `axis`.
+
+    ```mlir
+    %kv = weft.concat %past, %k {axis = 2}
+        : tensor<1x4x3x16xf32>, tensor<1x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Weft_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasFolder = 1;
+}
+
+def Weft_SplitOp : Weft_Op<"split", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Cut a tensor into consecutive pieces along an axis";
+  let description = [{
+    `sizes` gives the extent of each piece along `axis`; they sum to the
+    dimension.
+
+    ```mlir
+    %q, %k, %v = weft.split %qkv {axis = 2, sizes = array<i64: 64, 64, 64>}
+        : tensor<1x16x192xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Weft_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Strided slice with one entry per dimension";
+  let description = [{
+    Along dimension `d` takes `sizes[d]` elements starting at `offsets[d]`,
+    `strides[d]` apart (a negative stride walks backwards). Every element
+    read must be in bounds.
+
+    ```mlir
+    %s = weft.slice %x {offsets = array<i64: 0, 8>, sizes = array<i64: 2, 8>,
+                        strides = array<i64: 1, 1>} : tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Weft_ExpandOp : Weft_Op<"expand",
+    [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Broadcast to a larger shape";
+  let description = [{
+    Broadcasts `input` to the result shape by numpy rules (dimensions of size
+    1 stretch, missing leading dimensions are added).
+
+    ```mlir
+    %b = weft.expand %x : tensor<1x64xf32> -> tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Weft_SqueezeOp : Weft_Op<"squeeze",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "Drop dimensions of size 1";
+  let description = [{
+    Removes the listed `axes` (non-negative, increasing), each of size 1.
+
+    ```mlir
+    %s = weft.squeeze %x {axes = array<i64: 0>} : tensor<1x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Weft_UnsqueezeOp : Weft_Op<"unsqueeze",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "Insert dimensions of size 1";
+  let description = [{
+    `axes` (non-negative, increasing) are positions in the result.
+
+    ```mlir
+    %u = weft.unsqueeze %x {axes = array<i64: 0, 2>} : tensor<16x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Weft_TriluOp : Weft_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Keep the lower or upper triangle of the last two dimensions";
+  let description = [{
+    Zeroes (or sets false) the elements above diagonal `diagonal` (lower,
+    the default) or below it (`upper`). A causal mask is the lower triangle
+    of an all-true square.
+
+    ```mlir
+    %causal = weft.trilu %ones {diagonal = 0} : tensor<16x16xi1>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input,
+                       DefaultValuedAttr<I64Attr, "0">:$diagonal,
+                       UnitAttr:$upper);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+#endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_TD

@@ -1,0 +1,13 @@
+//===- InitAllPasses.h - Every pass a Weft tool knows -----------*- C++ -*-===//
+
+#ifndef WEFT_INITALLPASSES_H
+#define WEFT_INITALLPASSES_H
+
+namespace weft {
+
+/// Registers Weft's passes and pipelines and the upstream passes Weft uses.
+void registerAllPasses();
+
+} // namespace weft
+
+#endif // WEFT_INITALLPASSES_H

@@ -1,0 +1,67 @@
+//===- WeftDialect.cpp - Weft dialect -------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace weft;
+
+#include "weft/Dialect/Weft/IR/WeftOpsDialect.cpp.inc"
+
+void WeftDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "weft/Dialect/Weft/IR/WeftOps.cpp.inc"
+      >();
+}
+
+Operation *WeftDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                            Type type, Location loc) {
+  auto elements = llvm::dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}
+
+LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kWeightsAttrName) {
+    if (!isa<ModuleOp>(op) || !llvm::isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a string attribute on a module";
+    return success();
+  }
+  if (name == kOutputsAttrName) {
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    auto names = llvm::dyn_cast<ArrayAttr>(attr.getValue());
+    if (!func || !names ||
+        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitError() << "'" << name
+                             << "' must be an array of strings on a function";
+    if (names.size() != func.getNumResults())
+      return op->emitError() << "'" << name << "' names " << names.size()
+                             << " results but the function has "
+                             << func.getNumResults();
+    return success();
+  }
+  return op->emitError() << "unknown weft attribute '" << name << "'";
+}
+
+LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kParamAttrName && name != kInputAttrName)
+    return op->emitError() << "unknown weft argument attribute '" << name
+                           << "'";
+  if (!llvm::isa<StringAttr>(attr.getValue()))
+    return op->emitError() << "'" << name << "' on argument #" << argIndex
+                           << " must be a string";
+  return success();
+}

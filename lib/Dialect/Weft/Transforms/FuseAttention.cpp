@@ -1,0 +1,201 @@
+//===- FuseAttention.cpp - Attention idiom to weft.attention --------------===//
+
+#include "PatternUtils.h"
+#include "weft/Dialect/Weft/IR/HostTensor.h"
+#include "weft/Dialect/Weft/Transforms/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include <cmath>
+
+namespace weft {
+#define GEN_PASS_DEF_WEFTFUSEATTENTION
+#include "weft/Dialect/Weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// What was found between the q*k^T product and the softmax.
+struct ScoreChain {
+  MatmulOp product;
+  double scale = 1.0;
+  Value mask;         // additive (float) or keep-mask (i1); may be null
+  bool negateMask = false;
+};
+
+/// Strips scale factors: scores = product * c or product / c.
+MatmulOp matchScaledProduct(Value v, double &scale) {
+  double factor;
+  while (Value inner = matchScaledBy(v, factor)) {
+    scale *= factor;
+    v = inner;
+  }
+  return v.getDefiningOp<MatmulOp>();
+}
+
+/// Walks back from the softmax input to the q*k^T product.
+std::optional<ScoreChain> matchScores(Value input) {
+  ScoreChain chain;
+  if (auto where = input.getDefiningOp<WhereOp>()) {
+    std::optional<double> fill;
+    Value scores;
+    if ((fill = getSplatConstant(where.getOnFalse()))) {
+      scores = where.getOnTrue();
+    } else if ((fill = getSplatConstant(where.getOnTrue()))) {
+      scores = where.getOnFalse();
+      chain.negateMask = true;
+    }
+    if (!fill || *fill > -1e4 || scores.getType() != input.getType())
+      return std::nullopt;
+    chain.mask = where.getCondition();
+    input = scores;
+  } else if (auto add = input.getDefiningOp<AddOp>()) {
+    for (auto [scores, mask] : {std::pair(add.getLhs(), add.getRhs()),
+                                std::pair(add.getRhs(), add.getLhs())}) {
+      double scale = 1.0;
+      if (scores.getType() == input.getType() &&
+          matchScaledProduct(scores, scale)) {
+        chain.mask = mask;
+        input = scores;
+        break;
+      }
+    }
+    if (!chain.mask)
+      return std::nullopt;
+  }
+  chain.product = matchScaledProduct(input, chain.scale);
+  if (!chain.product)
+    return std::nullopt;
+  return chain;
+}
+
+/// True if `mask` is a constant i1 tensor whose last two dims form the
+/// causal pattern (key j visible to query i iff j <= i + t - s), identical
+/// across the leading dims.
+bool isCausalConstant(Value mask, int64_t s, int64_t t) {
+  DenseElementsAttr attr;
+  if (!matchPattern(mask, m_Constant(&attr)))
+    return false;
+  std::optional<HostTensor> host = HostTensor::fromAttr(attr);
+  if (!host || host->shape.size() < 2)
+    return false;
+  int64_t rows = host->shape[host->shape.size() - 2];
+  int64_t cols = host->shape.back();
+  if (rows != s || cols != t)
+    return false;
+  for (int64_t i = 0; i < host->size(); ++i) {
+    int64_t col = i % cols, row = (i / cols) % rows;
+    if ((host->ints[i] != 0) != (col <= row + t - s))
+      return false;
+  }
+  return true;
+}
+
+/// Inserts a unit heads dim at axis 1 to turn [B, S, D] into [B, 1, S, D].
+Value toFourD(PatternRewriter &rewriter, Location loc, Value v) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  if (type.getRank() == 4)
+    return v;
+  return UnsqueezeOp::create(rewriter, loc, v, rewriter.getDenseI64ArrayAttr({1}));
+}
+
+struct FuseScaledDotProduct : public OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp root,
+                                PatternRewriter &rewriter) const override {
+    auto softmax = root.getLhs().getDefiningOp<SoftmaxOp>();
+    if (!softmax || static_cast<int64_t>(softmax.getAxis()) !=
+                        softmax.getType().getRank() - 1)
+      return failure();
+    std::optional<ScoreChain> chain = matchScores(softmax.getInput());
+    if (!chain)
+      return failure();
+    Value query = chain->product.getLhs();
+    Value keyT = chain->product.getRhs();
+    Value value = root.getRhs();
+    double factor;
+    if (Value unscaled = matchScaledBy(query, factor)) {
+      chain->scale *= factor;
+      query = unscaled;
+    }
+    if (Value unscaled = matchScaledBy(keyT, factor)) {
+      chain->scale *= factor;
+      keyT = unscaled;
+    }
+    auto qType = llvm::cast<RankedTensorType>(query.getType());
+    auto kType = llvm::cast<RankedTensorType>(keyT.getType());
+    auto vType = llvm::cast<RankedTensorType>(value.getType());
+    int64_t rank = qType.getRank();
+    if ((rank != 3 && rank != 4) || kType.getRank() != rank ||
+        vType.getRank() != rank || !qType.hasStaticShape() ||
+        !kType.hasStaticShape() || !vType.hasStaticShape() ||
+        !llvm::isa<FloatType>(qType.getElementType()))
+      return failure();
+    // Batch (and head) dims must agree exactly: no broadcasting inside.
+    if (qType.getShape().drop_back(2) != kType.getShape().drop_back(2) ||
+        qType.getShape().drop_back(2) != vType.getShape().drop_back(2))
+      return failure();
+    int64_t s = qType.getDimSize(rank - 2), t = kType.getDimSize(rank - 1);
+    if (chain->scale <= 0 || !std::isfinite(chain->scale))
+      return failure();
+
+    Location loc = root.getLoc();
+    Value mask = chain->mask;
+    bool causal = false;
+    if (mask) {
+      auto maskType = llvm::cast<RankedTensorType>(mask.getType());
+      if (maskType.getRank() > rank)
+        return failure();
+      bool isBool = maskType.getElementType().isInteger(1);
+      if (isBool && !chain->negateMask && isCausalConstant(mask, s, t)) {
+        causal = true;
+        mask = nullptr;
+      } else if (chain->negateMask) {
+        mask = NotOp::create(rewriter, loc, mask);
+      }
+      if (mask && rank == 3 && maskType.getRank() == 3)
+        mask = toFourD(rewriter, loc, mask);
+    }
+
+    // key = transpose of key^T's last two dims.
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    Value key = TransposeOp::create(rewriter, loc, keyT,
+                                    rewriter.getDenseI64ArrayAttr(perm));
+    Value q4 = toFourD(rewriter, loc, query);
+    Value k4 = toFourD(rewriter, loc, key);
+    Value v4 = toFourD(rewriter, loc, value);
+    double defaultScale = 1.0 / std::sqrt(static_cast<double>(
+                                    qType.getDimSize(rank - 1)));
+    FloatAttr scaleAttr;
+    if (std::abs(chain->scale - defaultScale) > 1e-6 * defaultScale)
+      scaleAttr = rewriter.getF64FloatAttr(chain->scale);
+    Value result = AttentionOp::create(
+        rewriter, loc, q4, k4, v4, mask,
+        causal ? rewriter.getUnitAttr() : UnitAttr(), scaleAttr);
+    if (rank == 3)
+      result = SqueezeOp::create(rewriter, loc, result,
+                                 rewriter.getDenseI64ArrayAttr({1}));
+    if (result.getType() != root.getType())
+      return failure();
+    rewriter.replaceOp(root, result);
+    return success();
+  }
+};
+
+struct WeftFuseAttentionPass
+    : public weft::impl::WeftFuseAttentionBase<WeftFuseAttentionPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseScaledDotProduct>(&getContext());
+    TransposeOp::getCanonicalizationPatterns(patterns, &getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

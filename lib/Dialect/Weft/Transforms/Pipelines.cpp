@@ -1,0 +1,30 @@
+//===- Pipelines.cpp - Named Weft pass pipelines --------------------------===//
+
+#include "weft/Dialect/Weft/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void weft::buildFuseIdiomsPipeline(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  // Exporters repeat subexpressions (x - mean twice); patterns want one.
+  pm.addPass(createCSEPass());
+  // Layer norm first: an RMS norm of a centered input is a layer norm.
+  pm.addPass(createWeftFuseLayerNorm());
+  pm.addPass(createWeftFuseRmsNorm());
+  pm.addPass(createWeftFuseGelu());
+  pm.addPass(createWeftFuseAttention());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void weft::registerWeftPipelines() {
+  PassPipelineRegistration<>(
+      "weft-fuse-idioms",
+      "Canonicalize and replace exporter idioms (layer norm, RMS norm, GELU, "
+      "attention) by fused weft ops",
+      buildFuseIdiomsPipeline);
+}

@@ -1,0 +1,750 @@
+//===- ImportONNX.cpp - ONNX model to weft dialect ------------------------===//
+//
+// The importer walks the graph in dependency order and emits one or a few
+// weft ops per node. Shapes must be static once `--dim` binds the symbolic
+// dims, so every op's result type is known when it is built and shape
+// subgraphs (Shape, Gather, Concat, ...) fold to constants as they are
+// emitted: each op is folded right after it is built.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Importer.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/defs/parser.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <deque>
+
+using namespace mlir;
+using namespace weft;
+
+namespace weft::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Diagnostics and node operands
+//===----------------------------------------------------------------------===//
+
+InFlightDiagnostic Importer::nodeError() {
+  InFlightDiagnostic diag = emitError(loc);
+  diag << "node '" << nodeName << "' (" << node->op_type() << ", opset "
+       << opset << "): ";
+  return diag;
+}
+
+Value Importer::input(int index) {
+  if (index >= node->input_size() || node->input(index).empty())
+    return nullptr;
+  return values.lookup(node->input(index));
+}
+
+FailureOr<Value> Importer::requiredInput(int index) {
+  if (Value v = input(index))
+    return v;
+  nodeError() << "missing required input #" << index;
+  return failure();
+}
+
+FailureOr<HostTensor> Importer::constantInput(int index, StringRef role) {
+  Value v = input(index);
+  DenseElementsAttr attr;
+  if (v && matchPattern(v, m_Constant(&attr)))
+    if (std::optional<HostTensor> host = HostTensor::fromAttr(attr))
+      return *host;
+  nodeError() << role << " (input '"
+              << (index < node->input_size() ? node->input(index) : "")
+              << "') must be a constant once shapes are static";
+  return failure();
+}
+
+const onnx::AttributeProto *Importer::attr(StringRef name) {
+  for (const onnx::AttributeProto &a : node->attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t Importer::intAttr(StringRef name, int64_t defaultValue) {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->i() : defaultValue;
+}
+
+float Importer::floatAttr(StringRef name, float defaultValue) {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->f() : defaultValue;
+}
+
+std::optional<SmallVector<int64_t>> Importer::intsAttr(StringRef name) {
+  const onnx::AttributeProto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::string Importer::stringAttr(StringRef name, StringRef defaultValue) {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->s() : defaultValue.str();
+}
+
+FailureOr<int64_t> Importer::normalizeAxis(int64_t axis, int64_t rank,
+                                           StringRef what) {
+  if (axis < -rank || axis >= rank) {
+    nodeError() << what << " " << axis << " is out of range for rank "
+                << rank;
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+bool Importer::outputUsed(int index) const {
+  if (index >= node->output_size() || node->output(index).empty())
+    return false;
+  const std::string &name = node->output(index);
+  return consumers.count(name) || graphOutputs.contains(name);
+}
+
+LogicalResult Importer::setOutput(int index, Value value) {
+  if (index < node->output_size() && !node->output(index).empty())
+    values[node->output(index)] = value;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Op construction
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> Importer::finish(Operation *op) {
+  if (failed(mlir::verify(op)))
+    return failure();
+  SmallVector<OpFoldResult> folded;
+  if (op->getNumResults() != 1 || failed(op->fold(folded)) ||
+      folded.size() != 1)
+    return op->getResult(0);
+  Value result;
+  if (auto v = llvm::dyn_cast<Value>(folded.front())) {
+    result = v;
+  } else {
+    auto elements =
+        llvm::dyn_cast<ElementsAttr>(llvm::cast<Attribute>(folded.front()));
+    if (!elements || elements.getType() != op->getResult(0).getType())
+      return op->getResult(0);
+    result = ConstantOp::create(builder, op->getLoc(), elements);
+  }
+  op->erase();
+  return result;
+}
+
+Value Importer::constant(const HostTensor &tensor) {
+  return ConstantOp::create(builder, loc, tensor.toAttr());
+}
+
+Value Importer::scalarConstant(Type elementType, double value) {
+  HostTensor t = HostTensor::zeros({}, elementType);
+  if (t.isFloat())
+    t.floats[0] = value;
+  else
+    t.ints[0] = static_cast<int64_t>(value);
+  return constant(t);
+}
+
+FailureOr<Value> Importer::reshape(Value value, ArrayRef<int64_t> shape) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  return createTyped<ReshapeOp>(
+      RankedTensorType::get(shape, type.getElementType()), {value});
+}
+
+FailureOr<Value> Importer::castTo(Value value, Type elementType) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == elementType)
+    return value;
+  return createTyped<CastOp>(type.clone(elementType), {value});
+}
+
+//===----------------------------------------------------------------------===//
+// Model loading
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::loadModel() {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    modelError() << "cannot read ONNX model '" << path
+                 << "': " << buffer.getError().message();
+    return failure();
+  }
+  modelDir = llvm::sys::path::parent_path(path).str();
+  StringRef bytes = (*buffer)->getBuffer();
+  if (StringRef(path).ends_with(".onnxtxt")) {
+    onnx::OnnxParser parser(bytes.str().c_str());
+    onnx::Common::Status status = parser.Parse(model);
+    if (!status.IsOK()) {
+      modelError() << "cannot parse ONNX text model '" << path
+                   << "': " << status.ErrorMessage();
+      return failure();
+    }
+    return success();
+  }
+  google::protobuf::io::ArrayInputStream raw(bytes.data(),
+                                             static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT32_MAX);
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    modelError() << "'" << path << "' is not a valid ONNX model (protobuf "
+                 << "parse failed; truncated or not an ONNX file?)";
+    return failure();
+  }
+  if (!model.has_graph()) {
+    modelError() << "'" << path << "' has no graph";
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult Importer::checkOpsets() {
+  for (const onnx::OperatorSetIdProto &id : model.opset_import())
+    if (id.domain().empty() || id.domain() == "ai.onnx")
+      opset = id.version();
+  if (opset == 0 && model.opset_import_size() == 0)
+    opset = kMaxOpset;
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    modelError() << "default-domain opset " << opset
+                 << " is not supported (supported: " << kMinOpset << " to "
+                 << kMaxOpset << ")";
+    return failure();
+  }
+  return success();
+}
+
+FailureOr<SmallVector<const onnx::NodeProto *>> Importer::sortNodes() {
+  const onnx::GraphProto &graph = model.graph();
+  llvm::StringMap<int> producer;
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &out : graph.node(i).output())
+      if (!out.empty())
+        producer[out] = i;
+  // Kahn's algorithm over node indices, keeping file order among ready nodes.
+  std::vector<int> pending(graph.node_size(), 0);
+  std::vector<SmallVector<int>> dependents(graph.node_size());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (const std::string &in : graph.node(i).input()) {
+      if (in.empty())
+        continue;
+      auto it = producer.find(in);
+      if (it != producer.end()) {
+        ++pending[i];
+        dependents[it->second].push_back(i);
+      } else if (!values.count(in)) {
+        const onnx::NodeProto &n = graph.node(i);
+        emitError(NameLoc::get(StringAttr::get(ctx, n.name())))
+            << "node '" << n.name() << "' (" << n.op_type()
+            << "): input '" << in
+            << "' is not a graph input, initializer or node output";
+        return failure();
+      }
+    }
+  }
+  std::deque<int> ready;
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (pending[i] == 0)
+      ready.push_back(i);
+  SmallVector<const onnx::NodeProto *> order;
+  while (!ready.empty()) {
+    int i = ready.front();
+    ready.pop_front();
+    order.push_back(&graph.node(i));
+    for (int d : dependents[i])
+      if (--pending[d] == 0)
+        ready.push_back(d);
+  }
+  if (static_cast<int>(order.size()) != graph.node_size()) {
+    for (int i = 0; i < graph.node_size(); ++i)
+      if (pending[i] > 0) {
+        modelError() << "the graph has a cycle through node '"
+                     << graph.node(i).name() << "' ("
+                     << graph.node(i).op_type() << ")";
+        break;
+      }
+    return failure();
+  }
+  return order;
+}
+
+/// A symbolic dim is a name bound by --dim, or a sum of such names and
+/// integers ("past_sequence_length + sequence_length") as exporters write.
+std::optional<int64_t> Importer::evaluateDimParam(StringRef param) {
+  int64_t total = 0;
+  SmallVector<StringRef> terms;
+  param.split(terms, '+');
+  for (StringRef term : terms) {
+    term = term.trim();
+    int64_t literal;
+    if (!term.getAsInteger(10, literal)) {
+      total += literal;
+      continue;
+    }
+    auto it = options.dims.find(term);
+    if (it == options.dims.end())
+      return std::nullopt;
+    total += it->second;
+  }
+  return total;
+}
+
+FailureOr<RankedTensorType>
+Importer::valueInfoType(const onnx::ValueInfoProto &info) {
+  if (!info.type().has_tensor_type()) {
+    modelError() << "graph input '" << info.name()
+                 << "' is not a tensor (sequences, maps and optionals are "
+                    "not supported)";
+    return failure();
+  }
+  const onnx::TypeProto::Tensor &tensor = info.type().tensor_type();
+  Type elementType = elementTypeFor(ctx, tensor.elem_type());
+  if (!elementType) {
+    modelError() << "graph input '" << info.name() << "' has unsupported "
+                 << "element type " << dataTypeName(tensor.elem_type());
+    return failure();
+  }
+  if (!tensor.has_shape()) {
+    modelError() << "graph input '" << info.name() << "' has no shape";
+    return failure();
+  }
+  SmallVector<int64_t> shape;
+  for (const onnx::TensorShapeProto::Dimension &dim : tensor.shape().dim()) {
+    if (dim.has_dim_value()) {
+      shape.push_back(dim.dim_value());
+      continue;
+    }
+    std::optional<int64_t> bound =
+        dim.has_dim_param() ? evaluateDimParam(dim.dim_param()) : std::nullopt;
+    if (!bound) {
+      modelError() << "graph input '" << info.name() << "' dim #"
+                   << shape.size() << " is symbolic ('" << dim.dim_param()
+                   << "'); bind it with --dim " << dim.dim_param() << "=N";
+      return failure();
+    }
+    shape.push_back(*bound);
+  }
+  return RankedTensorType::get(shape, elementType);
+}
+
+static bool isNarrowInt(int32_t dataType) {
+  return dataType == onnx::TensorProto::INT8 ||
+         dataType == onnx::TensorProto::UINT8 ||
+         dataType == onnx::TensorProto::INT16 ||
+         dataType == onnx::TensorProto::UINT16;
+}
+
+FailureOr<RankedTensorType>
+Importer::tensorType(const onnx::TensorProto &tensor, bool widenNarrowInts) {
+  Type elementType = elementTypeFor(ctx, tensor.data_type());
+  if (widenNarrowInts && isNarrowInt(tensor.data_type()))
+    elementType = IntegerType::get(ctx, 32);
+  if (!elementType) {
+    modelError() << "initializer '" << tensor.name()
+                 << "' has unsupported element type "
+                 << dataTypeName(tensor.data_type());
+    return failure();
+  }
+  SmallVector<int64_t> shape;
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0 || (d > 0 && count > INT64_MAX / d)) {
+      modelError() << "initializer '" << tensor.name()
+                   << "' has an invalid or overflowing shape";
+      return failure();
+    }
+    count *= d;
+    shape.push_back(d);
+  }
+  return RankedTensorType::get(shape, elementType);
+}
+
+FailureOr<std::string> Importer::readExternalData(const onnx::TensorProto &t,
+                                                  int64_t byteSize) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto &entry : t.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset" || entry.key() == "length") {
+      char *end = nullptr;
+      long long v = std::strtoll(entry.value().c_str(), &end, 10);
+      if (entry.value().empty() || *end || v < 0) {
+        modelError() << "initializer '" << t.name() << "' has an invalid "
+                     << "external data " << entry.key();
+        return failure();
+      }
+      (entry.key() == "offset" ? offset : length) = v;
+    }
+  }
+  // External data must stay beneath the model's directory (ONNX loader
+  // CVEs came from `..`, absolute paths and symlinks).
+  if (location.empty() || llvm::sys::path::is_absolute(location) ||
+      llvm::any_of(llvm::make_range(llvm::sys::path::begin(location),
+                                    llvm::sys::path::end(location)),
+                   [](StringRef c) { return c == ".."; })) {
+    modelError() << "initializer '" << t.name() << "': external data "
+                 << "location '" << location
+                 << "' must be a relative path beneath the model directory";
+    return failure();
+  }
+  SmallString<256> file(modelDir);
+  llvm::sys::path::append(file, location);
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(file, status, /*follow=*/false) ||
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    modelError() << "initializer '" << t.name() << "': external data file '"
+                 << file << "' is missing or not a regular file";
+    return failure();
+  }
+  if (length < 0)
+    length = static_cast<int64_t>(status.getSize()) - offset;
+  if (length != byteSize || offset > static_cast<int64_t>(status.getSize()) ||
+      length > static_cast<int64_t>(status.getSize()) - offset) {
+    modelError() << "initializer '" << t.name() << "': external data range "
+                 << "(offset " << offset << ", length " << length
+                 << ") does not match its " << byteSize
+                 << " bytes or the file size " << status.getSize();
+    return failure();
+  }
+  auto buffer = llvm::MemoryBuffer::getFileSlice(file, length, offset);
+  if (!buffer) {
+    modelError() << "initializer '" << t.name() << "': cannot read '" << file
+                 << "'";
+    return failure();
+  }
+  return (*buffer)->getBuffer().str();
+}
+
+FailureOr<DenseElementsAttr>
+Importer::readTensor(const onnx::TensorProto &t, bool widenNarrowInts) {
+  FailureOr<RankedTensorType> type = tensorType(t, widenNarrowInts);
+  if (failed(type))
+    return failure();
+  int64_t count = type->getNumElements();
+  int64_t byteSize = count * elementByteSize(t.data_type());
+  std::string raw;
+  bool hasRaw = t.has_raw_data();
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    FailureOr<std::string> data = readExternalData(t, byteSize);
+    if (failed(data))
+      return failure();
+    raw = std::move(*data);
+    hasRaw = true;
+  } else if (hasRaw) {
+    raw = t.raw_data();
+  }
+  HostTensor host = HostTensor::zeros(type->getShape(), type->getElementType());
+  auto mismatch = [&](int64_t have) {
+    modelError() << "tensor '" << t.name() << "' holds " << have
+                 << " values but its dims " << "need " << count;
+    return failure();
+  };
+  if (hasRaw) {
+    if (static_cast<int64_t>(raw.size()) != byteSize)
+      return mismatch(raw.size() / std::max<int64_t>(
+                                       1, elementByteSize(t.data_type())));
+    const char *p = raw.data();
+    for (int64_t i = 0; i < count; ++i) {
+      switch (t.data_type()) {
+      case onnx::TensorProto::FLOAT: {
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        host.floats[i] = v;
+        break;
+      }
+      case onnx::TensorProto::DOUBLE:
+        memcpy(&host.floats[i], p + 8 * i, 8);
+        break;
+      case onnx::TensorProto::FLOAT16:
+      case onnx::TensorProto::BFLOAT16: {
+        uint16_t bits;
+        memcpy(&bits, p + 2 * i, 2);
+        const llvm::fltSemantics &sem =
+            t.data_type() == onnx::TensorProto::FLOAT16
+                ? llvm::APFloat::IEEEhalf()
+                : llvm::APFloat::BFloat();
+        host.floats[i] = APFloat(sem, APInt(16, bits)).convertToDouble();
+        break;
+      }
+      case onnx::TensorProto::INT64:
+        memcpy(&host.ints[i], p + 8 * i, 8);
+        break;
+      case onnx::TensorProto::INT32: {
+        int32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        host.ints[i] = v;
+        break;
+      }
+      case onnx::TensorProto::BOOL:
+        host.ints[i] = p[i] != 0;
+        break;
+      case onnx::TensorProto::UINT8:
+        host.ints[i] = static_cast<uint8_t>(p[i]);
+        break;
+      case onnx::TensorProto::INT8:
+        host.ints[i] = static_cast<int8_t>(p[i]);
+        break;
+      case onnx::TensorProto::INT16:
+      case onnx::TensorProto::UINT16: {
+        uint16_t bits;
+        memcpy(&bits, p + 2 * i, 2);
+        host.ints[i] = t.data_type() == onnx::TensorProto::INT16
+                           ? static_cast<int16_t>(bits)
+                           : bits;
+        break;
+      }
+      }
+    }
+    return host.toAttr();
+  }
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    if (t.float_data_size() != count)
+      return mismatch(t.float_data_size());
+    for (int64_t i = 0; i < count; ++i)
+      host.floats[i] = t.float_data(i);
+    break;
+  case onnx::TensorProto::DOUBLE:
+    if (t.double_data_size() != count)
+      return mismatch(t.double_data_size());
+    for (int64_t i = 0; i < count; ++i)
+      host.floats[i] = t.double_data(i);
+    break;
+  case onnx::TensorProto::INT64:
+    if (t.int64_data_size() != count)
+      return mismatch(t.int64_data_size());
+    for (int64_t i = 0; i < count; ++i)
+      host.ints[i] = t.int64_data(i);
+    break;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: {
+    if (t.int32_data_size() != count)
+      return mismatch(t.int32_data_size());
+    const llvm::fltSemantics &sem = t.data_type() == onnx::TensorProto::FLOAT16
+                                        ? llvm::APFloat::IEEEhalf()
+                                        : llvm::APFloat::BFloat();
+    for (int64_t i = 0; i < count; ++i)
+      host.floats[i] =
+          APFloat(sem, APInt(16, static_cast<uint16_t>(t.int32_data(i))))
+              .convertToDouble();
+    break;
+  }
+  default: // INT32, BOOL and the narrow integers
+    if (t.int32_data_size() != count)
+      return mismatch(t.int32_data_size());
+    for (int64_t i = 0; i < count; ++i)
+      host.ints[i] = t.data_type() == onnx::TensorProto::BOOL
+                         ? t.int32_data(i) != 0
+                         : t.int32_data(i);
+  }
+  return host.toAttr();
+}
+
+/// True if every use of `name` only moves data into a cast to a non-float
+/// type: such a float tensor is a mask buffer, not a trainable weight.
+bool Importer::isMaskOnly(const std::string &name, int depth) {
+  auto it = consumers.find(name);
+  if (it == consumers.end() || depth > 16 || graphOutputs.contains(name))
+    return false;
+  static const llvm::StringSet<> dataMovement = {
+      "Slice", "Reshape", "Unsqueeze", "Squeeze", "Transpose", "Expand",
+      "Identity", "Gather"};
+  for (const onnx::NodeProto *user : it->second) {
+    if (user->op_type() == "Cast") {
+      int64_t to = 0;
+      for (const onnx::AttributeProto &a : user->attribute())
+        if (a.name() == "to")
+          to = a.i();
+      if (to != onnx::TensorProto::BOOL && to != onnx::TensorProto::INT64 &&
+          to != onnx::TensorProto::INT32)
+        return false;
+      continue;
+    }
+    if (!dataMovement.contains(user->op_type()) || user->input(0) != name)
+      return false;
+    for (const std::string &out : user->output())
+      if (!out.empty() && !isMaskOnly(out, depth + 1))
+        return false;
+  }
+  return true;
+}
+
+LogicalResult Importer::declareGraphInputs(func::FuncOp &func) {
+  const onnx::GraphProto &graph = model.graph();
+  SmallVector<Type> argTypes;
+  SmallVector<std::pair<StringRef, std::string>> argNames;
+  for (const onnx::TensorProto &t : graph.initializer())
+    initializers[t.name()] = &t;
+  for (const onnx::ValueInfoProto &in : graph.input()) {
+    if (initializers.count(in.name()))
+      continue; // IR < 4 lists initializers as inputs too
+    FailureOr<RankedTensorType> type = valueInfoType(in);
+    if (failed(type))
+      return failure();
+    argTypes.push_back(*type);
+    argNames.push_back({WeftDialect::kInputAttrName, in.name()});
+  }
+  // Weights: float initializers with more than one element, unless they
+  // only feed masks. The rest are small constants, read now.
+  SmallVector<const onnx::TensorProto *> constants;
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    FailureOr<RankedTensorType> type =
+        tensorType(t, isNarrowInt(t.data_type()) && isMaskOnly(t.name()));
+    if (failed(type))
+      return failure();
+    bool isWeight = llvm::isa<FloatType>(type->getElementType()) &&
+                    type->getNumElements() > 1 && !isMaskOnly(t.name());
+    bool tooLarge = type->getNumElements() > kMaxFoldedElements;
+    if (isWeight || tooLarge) {
+      argTypes.push_back(*type);
+      argNames.push_back({WeftDialect::kParamAttrName, t.name()});
+    } else {
+      constants.push_back(&t);
+    }
+  }
+  func.setType(FunctionType::get(ctx, argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, entryName] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, entryName.first, StringAttr::get(ctx, entryName.second));
+    values[entryName.second] = entry->getArgument(i);
+  }
+  builder.setInsertionPointToEnd(entry);
+  for (const onnx::TensorProto *t : constants) {
+    FailureOr<DenseElementsAttr> attr =
+        readTensor(*t, isNarrowInt(t->data_type()) && isMaskOnly(t->name()));
+    if (failed(attr))
+      return failure();
+    loc = NameLoc::get(StringAttr::get(ctx, t->name()));
+    values[t->name()] = ConstantOp::create(builder, loc, *attr);
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> Importer::run() {
+  if (failed(loadModel()) || failed(checkOpsets()))
+    return nullptr;
+  const onnx::GraphProto &graph = model.graph();
+  for (const onnx::NodeProto &n : graph.node())
+    for (const std::string &in : n.input())
+      if (!in.empty())
+        consumers[in].push_back(&n);
+  for (const onnx::ValueInfoProto &out : graph.output())
+    graphOutputs.insert(out.name());
+
+  Location fileLoc = FileLineColLoc::get(ctx, path, 0, 0);
+  // Reject foreign domains first: that is the most useful error to see.
+  for (auto [index, n] : llvm::enumerate(graph.node()))
+    if (!n.domain().empty() && n.domain() != "ai.onnx") {
+      std::string name = n.name().empty()
+                             ? n.op_type() + "_" + std::to_string(index)
+                             : n.name();
+      emitError(NameLoc::get(StringAttr::get(ctx, name), fileLoc))
+          << "node '" << name << "': unsupported op '" << n.op_type()
+          << "' of domain '" << n.domain() << "'";
+      return nullptr;
+    }
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  SmallString<256> absolute(path);
+  llvm::sys::fs::make_absolute(absolute);
+  (*module)->setAttr(WeftDialect::kWeightsAttrName,
+                     StringAttr::get(ctx, absolute));
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(builder, fileLoc, "main",
+                                   FunctionType::get(ctx, {}, {}));
+  if (failed(declareGraphInputs(func)))
+    return nullptr;
+
+  FailureOr<SmallVector<const onnx::NodeProto *>> order = sortNodes();
+  if (failed(order))
+    return nullptr;
+  const llvm::StringMap<NodeHandler> &table = handlers();
+  for (auto [index, n] : llvm::enumerate(*order)) {
+    node = n;
+    nodeName = n->name().empty()
+                   ? n->op_type() + "_" + std::to_string(index)
+                   : n->name();
+    loc = NameLoc::get(StringAttr::get(ctx, nodeName), fileLoc);
+    auto handler = table.find(n->op_type());
+    if (handler == table.end()) {
+      nodeError() << "unsupported op '" << n->op_type() << "'";
+      return nullptr;
+    }
+    // Errors from op verifiers get the node prefix that importer errors have.
+    std::string prefix = "node '" + nodeName + "' (" + n->op_type() +
+                         ", opset " + std::to_string(opset) + "): ";
+    ScopedDiagnosticHandler prefixer(ctx, [&](Diagnostic &diag) {
+      std::string message = diag.str();
+      if (StringRef(message).starts_with("node '"))
+        return failure();
+      emitError(diag.getLocation()) << prefix << message;
+      return success();
+    });
+    if (failed((this->*(handler->second))(*n)))
+      return nullptr;
+    for (const std::string &out : n->output())
+      if (!out.empty() && !values.count(out) &&
+          (consumers.count(out) || graphOutputs.contains(out))) {
+        nodeError() << "output '" << out << "' is not produced";
+        return nullptr;
+      }
+  }
+
+  SmallVector<Value> results;
+  SmallVector<Attribute> names;
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    Value v = values.lookup(out.name());
+    if (!v) {
+      modelError() << "graph output '" << out.name() << "' is never produced";
+      return nullptr;
+    }
+    if (out.type().has_tensor_type()) {
+      Type declared = elementTypeFor(ctx, out.type().tensor_type().elem_type());
+      if (declared && declared != getElementTypeOrSelf(v.getType())) {
+        modelError() << "graph output '" << out.name() << "' is declared "
+                     << declared << " but computed as " << v.getType();
+        return nullptr;
+      }
+    }
+    results.push_back(v);
+    names.push_back(StringAttr::get(ctx, out.name()));
+  }
+  func::ReturnOp::create(builder, fileLoc, results);
+  func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
+                                 TypeRange(ValueRange(results))));
+  func->setAttr(WeftDialect::kOutputsAttrName, ArrayAttr::get(ctx, names));
+  if (failed(mlir::verify(*module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace weft::onnx_import
+
+using namespace weft::onnx_import;
+
+OwningOpRef<ModuleOp> weft::importONNXFile(StringRef path, MLIRContext *ctx,
+                                           const ONNXImportOptions &options) {
+  ctx->loadDialect<WeftDialect, func::FuncDialect>();
+  Importer importer(ctx, path, options);
+  return importer.run();
+}
+
+std::vector<std::string> weft::supportedONNXOps() {
+  std::vector<std::string> ops;
+  for (const auto &entry : handlers())
+    ops.push_back(entry.getKey().str());
+  llvm::sort(ops);
+  return ops;
+}
