@@ -309,7 +309,8 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &n) {
     lhs = *t;
   }
   // The common case, y = x W^T + b with a 1-D bias, is a linear layer.
-  bool biasIsVector = c && typeOf(c).getRank() == 1;
+  int64_t outFeatures = typeOf(*b).getDimSize(transB ? 0 : 1);
+  bool biasIsVector = c && typeOf(c).getShape() == ArrayRef<int64_t>{outFeatures};
   SmallVector<Value> operands{lhs, *b};
   if (alpha == 1.0f && beta == 1.0f && (!c || biasIsVector))
     if (c)
@@ -508,12 +509,40 @@ LogicalResult Importer::importLayerNorm(const onnx::NodeProto &n) {
   FailureOr<Value> x = requiredInput(0), scale = requiredInput(1);
   if (failed(x) || failed(scale))
     return failure();
-  if (outputUsed(1) || outputUsed(2))
-    return nodeError() << "the Mean and InvStdDev outputs are not supported";
   RankedTensorType type = typeOf(*x);
   FailureOr<int64_t> axis = normalizeAxis(intAttr("axis", -1), type.getRank());
   if (failed(axis))
     return failure();
+  float epsilon = floatAttr("epsilon", 1e-5f);
+  // The training outputs: mean and 1/sqrt(var + eps) with kept dims.
+  if (outputUsed(1) || outputUsed(2)) {
+    SmallVector<NamedAttribute> attrs{
+        named("axes", builder.getDenseI64ArrayAttr(llvm::to_vector(
+                          llvm::seq<int64_t>(*axis, type.getRank())))),
+        named("keepdims", builder.getUnitAttr())};
+    FailureOr<Value> mean = create<ReduceMeanOp>(ValueRange{*x}, attrs);
+    if (failed(mean))
+      return failure();
+    FailureOr<Value> centered = create<SubOp>(ValueRange{*x, *mean});
+    if (failed(centered))
+      return failure();
+    FailureOr<Value> square = create<MulOp>(ValueRange{*centered, *centered});
+    if (failed(square))
+      return failure();
+    FailureOr<Value> variance = create<ReduceMeanOp>(ValueRange{*square}, attrs);
+    if (failed(variance))
+      return failure();
+    FailureOr<Value> shifted = create<AddOp>(ValueRange{
+        *variance, scalarConstant(type.getElementType(), epsilon)});
+    if (failed(shifted))
+      return failure();
+    FailureOr<Value> invStdDev =
+        createTyped<RsqrtOp>(shifted->getType(), {*shifted});
+    if (failed(invStdDev))
+      return failure();
+    setOutput(1, *mean);
+    setOutput(2, *invStdDev);
+  }
   ArrayRef<int64_t> normalized = type.getShape().drop_front(*axis);
   auto asNormalized = [&](Value p) -> FailureOr<Value> {
     RankedTensorType pType = typeOf(p);
@@ -539,7 +568,7 @@ LogicalResult Importer::importLayerNorm(const onnx::NodeProto &n) {
   FailureOr<Value> result = createTyped<LayerNormOp>(
       type, operands,
       {named("axis", builder.getI64IntegerAttr(*axis)),
-       named("epsilon", builder.getF64FloatAttr(floatAttr("epsilon", 1e-5f)))});
+       named("epsilon", builder.getF64FloatAttr(epsilon))});
   if (failed(result))
     return failure();
   return setOutput(0, *result);

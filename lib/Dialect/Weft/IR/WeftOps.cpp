@@ -501,7 +501,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context,
     return emitOptionalError(loc, "'weft.conv' needs ", spatial,
                              " strides and dilations and ", 2 * spatial,
                              " pads");
-  auto group = static_cast<int64_t>(adaptor.getGroup());
+  // The parser infers types before it fills in default-valued properties.
+  int64_t group = adaptor.getGroupAttr() ? adaptor.getGroupAttr().getInt() : 1;
   if (group < 1 || clash(input.getDimSize(1), weight.getDimSize(1) * group))
     return emitOptionalError(loc, "'weft.conv' input channels ",
                              input.getDimSize(1), " != weight channels ",

@@ -309,7 +309,7 @@ def Weft_LinearOp : Weft_Op<"linear",
                        UnitAttr:$transpose_weight);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    $input `,` $weight (`,` $bias^)? prop-dict attr-dict `:` type($input) `,`
     type($weight) (`,` type($bias)^)?
   }];
 }
@@ -323,8 +323,8 @@ def Weft_ConvOp : Weft_Op<"conv",
     the `n` trailing pads. Vision transformers use it for patch embedding.
 
     ```mlir
-    %p = weft.conv %img, %w, %b {strides = array<i64: 8, 8>,
-        pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1}
+    %p = weft.conv %img, %w, %b <{strides = array<i64: 8, 8>,
+        pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1}>
         : tensor<1x3x32x32xf32>, tensor<64x3x8x8xf32>, tensor<64xf32>
     ```
   }];
@@ -335,7 +335,7 @@ def Weft_ConvOp : Weft_Op<"conv",
                        DefaultValuedAttr<I64Attr, "1">:$group);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    $input `,` $weight (`,` $bias^)? prop-dict attr-dict `:` type($input) `,`
     type($weight) (`,` type($bias)^)?
   }];
 }
@@ -352,13 +352,13 @@ class Weft_ReduceOp<string mnemonic, string what, Type tensorType>
     one). With `keepdims` the reduced dimensions stay with size 1.
 
     ```mlir
-    %m = weft.}] # mnemonic # [{ %x {axes = array<i64: 2>, keepdims} : tensor<2x16x64xf32>
+    %m = weft.}] # mnemonic # [{ %x <{axes = array<i64: 2>, keepdims}> : tensor<2x16x64xf32>
     ```
   }];
   let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$axes,
                        UnitAttr:$keepdims);
   let results = (outs tensorType:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input prop-dict attr-dict `:` type($input)";
   let hasFolder = 1;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
@@ -465,7 +465,7 @@ def Weft_AttentionOp : Weft_Op<"attention",
     the scores, an i1 mask keeps the positions where it is true.
 
     ```mlir
-    %o = weft.attention %q, %k, %v {causal}
+    %o = weft.attention %q, %k, %v <{causal}>
         : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
     ```
   }];
@@ -474,7 +474,7 @@ def Weft_AttentionOp : Weft_Op<"attention",
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:` type($query) `,`
+    $query `,` $key `,` $value (`,` $mask^)? prop-dict attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)?
   }];
   let extraClassDeclaration = [{
@@ -497,14 +497,14 @@ def Weft_GatherOp : Weft_Op<"gather",
     of `axis`. An embedding lookup is a gather on axis 0 of the table.
 
     ```mlir
-    %e = weft.gather %wte, %ids {axis = 0} : tensor<256x64xf32>, tensor<1x16xi64>
+    %e = weft.gather %wte, %ids <{axis = 0}> : tensor<256x64xf32>, tensor<1x16xi64>
     ```
   }];
   let arguments = (ins Weft_Tensor:$data, Weft_IndexTensor:$indices,
                        I64Attr:$axis);
   let results = (outs Weft_Tensor:$result);
   let assemblyFormat = [{
-    $data `,` $indices attr-dict `:` type($data) `,` type($indices)
+    $data `,` $indices prop-dict attr-dict `:` type($data) `,` type($indices)
   }];
 }
 
@@ -533,13 +533,13 @@ def Weft_TransposeOp : Weft_Op<"transpose",
     `result.shape[i] = input.shape[permutation[i]]`.
 
     ```mlir
-    %t = weft.transpose %x {permutation = array<i64: 0, 2, 1, 3>}
+    %t = weft.transpose %x <{permutation = array<i64: 0, 2, 1, 3>}>
         : tensor<1x16x4x16xf32>
     ```
   }];
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs Weft_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input prop-dict attr-dict `:` type($input)";
   let hasFolder = 1;
   let hasCanonicalizer = 1;
 }
@@ -551,13 +551,13 @@ def Weft_ConcatOp : Weft_Op<"concat",
     All inputs agree in every dimension but `axis`.
 
     ```mlir
-    %kv = weft.concat %past, %k {axis = 2}
+    %kv = weft.concat %past, %k <{axis = 2}>
         : tensor<1x4x3x16xf32>, tensor<1x4x16x16xf32>
     ```
   }];
   let arguments = (ins Variadic<Weft_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Weft_Tensor:$result);
-  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let assemblyFormat = "$inputs prop-dict attr-dict `:` type($inputs)";
   let hasFolder = 1;
 }
 
@@ -568,14 +568,14 @@ def Weft_SplitOp : Weft_Op<"split", [Pure, InferTypeOpAdaptor]> {
     dimension.
 
     ```mlir
-    %q, %k, %v = weft.split %qkv {axis = 2, sizes = array<i64: 64, 64, 64>}
+    %q, %k, %v = weft.split %qkv <{axis = 2, sizes = array<i64: 64, 64, 64>}>
         : tensor<1x16x192xf32>
     ```
   }];
   let arguments = (ins Weft_Tensor:$input, I64Attr:$axis,
                        DenseI64ArrayAttr:$sizes);
   let results = (outs Variadic<Weft_Tensor>:$results);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input prop-dict attr-dict `:` type($input)";
 }
 
 def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor]> {
@@ -586,14 +586,14 @@ def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor]> {
     read must be in bounds.
 
     ```mlir
-    %s = weft.slice %x {offsets = array<i64: 0, 8>, sizes = array<i64: 2, 8>,
-                        strides = array<i64: 1, 1>} : tensor<2x16xf32>
+    %s = weft.slice %x <{offsets = array<i64: 0, 8>, sizes = array<i64: 2, 8>,
+                         strides = array<i64: 1, 1>}> : tensor<2x16xf32>
     ```
   }];
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$offsets,
                        DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
   let results = (outs Weft_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input prop-dict attr-dict `:` type($input)";
   let hasFolder = 1;
 }
 
@@ -622,12 +622,12 @@ def Weft_SqueezeOp : Weft_Op<"squeeze",
     Removes the listed `axes` (non-negative, increasing), each of size 1.
 
     ```mlir
-    %s = weft.squeeze %x {axes = array<i64: 0>} : tensor<1x16xf32>
+    %s = weft.squeeze %x <{axes = array<i64: 0>}> : tensor<1x16xf32>
     ```
   }];
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$axes);
   let results = (outs Weft_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input prop-dict attr-dict `:` type($input)";
   let hasFolder = 1;
 }
 
@@ -638,12 +638,12 @@ def Weft_UnsqueezeOp : Weft_Op<"unsqueeze",
     `axes` (non-negative, increasing) are positions in the result.
 
     ```mlir
-    %u = weft.unsqueeze %x {axes = array<i64: 0, 2>} : tensor<16x16xf32>
+    %u = weft.unsqueeze %x <{axes = array<i64: 0, 2>}> : tensor<16x16xf32>
     ```
   }];
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$axes);
   let results = (outs Weft_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input prop-dict attr-dict `:` type($input)";
   let hasFolder = 1;
 }
 

@@ -1,0 +1,29 @@
+# -*- Python -*-
+# lit configuration for Weft's IR, importer and model tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "WEFT"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.weft_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%weft_src", config.weft_src_root))
+# Third-party models shipped beside the repository (../shared/models).
+config.substitutions.append(
+    ("%models", os.path.join(os.path.dirname(config.weft_src_root), "shared", "models"))
+)
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.weft_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["weft-opt", "weft-translate"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
