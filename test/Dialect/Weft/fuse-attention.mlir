@@ -1,0 +1,100 @@
+// RUN: weft-opt %s -split-input-file -weft-fuse-attention | FileCheck %s
+
+// Scores scaled by a division, causal Where mask with a large negative fill.
+// CHECK-LABEL: func.func @causal_where
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x4x8xf32>, %[[KT:.*]]: tensor<1x2x8x4xf32>, %[[V:.*]]: tensor<1x2x4x8xf32>)
+// CHECK: %[[K:.*]] = weft.transpose %[[KT]] <{permutation = array<i64: 0, 1, 3, 2>}>
+// CHECK: %[[O:.*]] = weft.attention %[[Q]], %[[K]], %[[V]] <{causal}>
+// CHECK-NOT: weft.softmax
+// CHECK: return %[[O]]
+func.func @causal_where(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %mask = weft.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %fill = weft.constant dense<-3.40282347E+38> : tensor<f32>
+  %c = weft.constant dense<2.82842708> : tensor<f32>
+  %s = weft.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %sd = weft.div %s, %c : tensor<1x2x4x4xf32>, tensor<f32>
+  %m = weft.where %mask, %sd, %fill : tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>
+  %p = weft.softmax %m {axis = 3} : tensor<1x2x4x4xf32>
+  %o = weft.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Additive mask and a non-default scale (q pre-scaled by 0.5).
+// CHECK-LABEL: func.func @additive_mask
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<1x1x4x4xf32>
+// CHECK: weft.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] <{scale = 5.000000e-01 : f64}>
+func.func @additive_mask(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %mask: tensor<1x1x4x4xf32>) -> tensor<1x2x4x8xf32> {
+  %c = weft.constant dense<0.5> : tensor<f32>
+  %qs = weft.mul %q, %c : tensor<1x2x4x8xf32>, tensor<f32>
+  %s = weft.matmul %qs, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %m = weft.add %s, %mask : tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>
+  %p = weft.softmax %m {axis = 3} : tensor<1x2x4x4xf32>
+  %o = weft.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// 3-D operands ([batch*heads, seq, dim], as torch.nn.MultiheadAttention
+// exports) get a unit heads dim.
+// CHECK-LABEL: func.func @three_d
+// CHECK: weft.unsqueeze
+// CHECK: %[[A:.*]] = weft.attention {{.*}} : tensor<8x1x5x4xf32>
+// CHECK: weft.squeeze %[[A]] <{axes = array<i64: 1>}>
+func.func @three_d(%q: tensor<8x5x4xf32>, %kt: tensor<8x4x5xf32>, %v: tensor<8x5x4xf32>) -> tensor<8x5x4xf32> {
+  %c = weft.constant dense<0.5> : tensor<f32>
+  %s = weft.matmul %q, %kt : tensor<8x5x4xf32>, tensor<8x4x5xf32>
+  %sd = weft.mul %s, %c : tensor<8x5x5xf32>, tensor<f32>
+  %p = weft.softmax %sd {axis = 2} : tensor<8x5x5xf32>
+  %o = weft.matmul %p, %v : tensor<8x5x5xf32>, tensor<8x5x4xf32>
+  return %o : tensor<8x5x4xf32>
+}
+
+// -----
+
+// Where with swapped arms masks where the condition holds: the mask is
+// negated. A non-causal constant stays a mask.
+// CHECK-LABEL: func.func @negated_mask
+// CHECK: %[[N:.*]] = weft.not
+// CHECK: weft.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[N]] <{scale = 1.000000e+00 : f64}>
+func.func @negated_mask(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %pad: tensor<1x1x1x4xi1>) -> tensor<1x2x4x8xf32> {
+  %fill = weft.constant dense<0xFF800000> : tensor<f32>
+  %s = weft.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %m = weft.where %pad, %fill, %s : tensor<1x1x1x4xi1>, tensor<f32>, tensor<1x2x4x4xf32>
+  %p = weft.softmax %m {axis = 3} : tensor<1x2x4x4xf32>
+  %o = weft.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Megatron's multiplicative mask s * m - 10000 * (1 - m) is not equivalent
+// for a non-binary m: left alone.
+// CHECK-LABEL: func.func @multiplicative_mask
+// CHECK-NOT: weft.attention
+func.func @multiplicative_mask(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %mask: tensor<1x1x4x4xf32>) -> tensor<1x2x4x8xf32> {
+  %one = weft.constant dense<1.0> : tensor<f32>
+  %big = weft.constant dense<10000.0> : tensor<f32>
+  %s = weft.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %sm = weft.mul %s, %mask : tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>
+  %inv = weft.sub %one, %mask : tensor<f32>, tensor<1x1x4x4xf32>
+  %pen = weft.mul %inv, %big : tensor<1x1x4x4xf32>, tensor<f32>
+  %m = weft.sub %sm, %pen : tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>
+  %p = weft.softmax %m {axis = 3} : tensor<1x2x4x4xf32>
+  %o = weft.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Softmax over a non-last axis is not attention.
+// CHECK-LABEL: func.func @softmax_wrong_axis
+// CHECK-NOT: weft.attention
+func.func @softmax_wrong_axis(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = weft.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %p = weft.softmax %s {axis = 2} : tensor<1x2x4x4xf32>
+  %o = weft.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
