@@ -7,7 +7,7 @@ import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "WEFT"
-config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
@@ -16,10 +16,14 @@ config.test_exec_root = os.path.join(config.weft_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%weft_src", config.weft_src_root))
+config.substitutions.append(("%weft_tools", config.weft_tools_dir))
 # Third-party models shipped beside the repository (../shared/models).
 config.substitutions.append(
     ("%models", os.path.join(os.path.dirname(config.weft_src_root), "shared", "models"))
 )
+
+if os.path.isdir(os.path.join(os.path.dirname(config.weft_src_root), "shared", "models")):
+    config.available_features.add("shared-models")
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()

@@ -186,7 +186,19 @@ LogicalResult Importer::loadModel() {
   modelDir = llvm::sys::path::parent_path(path).str();
   StringRef bytes = (*buffer)->getBuffer();
   if (StringRef(path).ends_with(".onnxtxt")) {
-    onnx::OnnxParser parser(bytes.str().c_str());
+    // Lines starting with '#' are comments (lit RUN lines); blank them so
+    // the parser's positions still match the file.
+    std::string text = bytes.str();
+    for (size_t line = 0; line < text.size();) {
+      size_t end = text.find('\n', line);
+      if (end == std::string::npos)
+        end = text.size();
+      size_t first = text.find_first_not_of(" \t", line);
+      if (first < end && text[first] == '#')
+        std::fill(text.begin() + first, text.begin() + end, ' ');
+      line = end + 1;
+    }
+    onnx::OnnxParser parser(text.c_str());
     onnx::Common::Status status = parser.Parse(model);
     if (!status.IsOK()) {
       modelError() << "cannot parse ONNX text model '" << path

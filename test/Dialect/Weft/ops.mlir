@@ -138,7 +138,7 @@ func.func @attention(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x20x32xf32>,
 // CHECK-LABEL: func.func @data_movement
 func.func @data_movement(%x: tensor<2x16x64xf32>, %ids: tensor<1x16xi64>,
                          %table: tensor<256x64xf32>, %s: tensor<1x64xf32>) {
-  // CHECK: weft.constant dense<1.000000e-05> : tensor<f32>
+  // CHECK: weft.constant dense<9.99999974E-6> : tensor<f32>
   %c = weft.constant dense<1.0e-05> : tensor<f32>
   // CHECK: weft.range {start = 0 : i64, step = 1 : i64} : tensor<16xi64>
   %r = weft.range {start = 0 : i64, step = 1 : i64} : tensor<16xi64>
