@@ -1,0 +1,55 @@
+# Weft: `make check` builds and runs every test; `make demo` runs the main
+# job on the bundled model. Both install what is missing first.
+
+BUILD ?= build
+JOBS ?= 2
+APT_PACKAGES = cmake ninja-build ccache g++ python3 python3-pip \
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
+  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler \
+  libgtest-dev mpich libmpich-dev libopenblas-dev
+PIP_PACKAGES = onnx numpy onnxruntime lit
+DEMO_DIR = $(BUILD)/demo
+
+.PHONY: all deps build check check-lit check-unit check-onnx-node demo clean
+
+all: build
+
+# Installs only what is missing, so a second run costs a few seconds.
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@python3 -c "import onnx, numpy, onnxruntime" 2>/dev/null && command -v lit >/dev/null || \
+	  python3 -m pip install -q $(PIP_PACKAGES)
+
+$(BUILD)/build.ninja:
+	cmake -G Ninja -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD) -j$(JOBS)
+
+check-unit: build
+	$(BUILD)/bin/WeftUnitTests
+
+check-lit: build
+	lit -sv $(BUILD)/test
+
+check-onnx-node: build
+	python3 utils/onnx_node_tests.py --weft-translate $(BUILD)/bin/weft-translate --jobs $(JOBS)
+
+check: check-unit check-lit check-onnx-node
+
+demo: build
+	mkdir -p $(DEMO_DIR)
+	python3 utils/gen_gpt2.py -o $(DEMO_DIR)/gpt2.onnx
+	$(BUILD)/bin/weft-translate --import-onnx $(DEMO_DIR)/gpt2.onnx -o $(DEMO_DIR)/gpt2.mlir
+	$(BUILD)/bin/weft-translate --import-onnx $(DEMO_DIR)/gpt2.onnx --fuse -o $(DEMO_DIR)/gpt2.fused.mlir
+	@echo "== imported ($(DEMO_DIR)/gpt2.mlir)"
+	@python3 utils/summarize_ir.py $(DEMO_DIR)/gpt2.mlir
+	@echo "== after weft-fuse-idioms ($(DEMO_DIR)/gpt2.fused.mlir)"
+	@python3 utils/summarize_ir.py $(DEMO_DIR)/gpt2.fused.mlir
+
+clean:
+	rm -rf $(BUILD)
