@@ -10,7 +10,7 @@ APT_PACKAGES = cmake ninja-build ccache g++ python3 python3-pip \
 PIP_PACKAGES = onnx numpy onnxruntime lit
 DEMO_DIR = $(BUILD)/demo
 
-.PHONY: all deps build check check-lit check-unit check-onnx-node demo clean
+.PHONY: all deps build check check-lit check-unit check-onnx-node demo docs clean
 
 all: build
 
@@ -50,6 +50,12 @@ demo: build
 	@python3 utils/summarize_ir.py $(DEMO_DIR)/gpt2.mlir
 	@echo "== after weft-fuse-idioms ($(DEMO_DIR)/gpt2.fused.mlir)"
 	@python3 utils/summarize_ir.py $(DEMO_DIR)/gpt2.fused.mlir
+
+# The op and pass reference, generated from TableGen into docs/generated/.
+docs: build
+	ninja -C $(BUILD) WeftOpsDocGen WeftPassesDocGen
+	mkdir -p docs/generated
+	cp $(BUILD)/docs/Dialects/WeftOps.md $(BUILD)/docs/WeftPasses.md docs/generated/
 
 clean:
 	rm -rf $(BUILD)

@@ -601,35 +601,6 @@ LogicalResult Importer::importGather(const onnx::NodeProto &n) {
                        {named("axis", builder.getI64IntegerAttr(*axis))});
   if (failed(result))
     return failure();
-  // Fold gathers from constants (shape arithmetic) right away.
-  auto gather = result->getDefiningOp<GatherOp>();
-  DenseElementsAttr table;
-  std::optional<HostTensor> tableHost, idxHost;
-  if (gather && matchPattern(*data, m_Constant(&table)) && idx &&
-      (tableHost = HostTensor::fromAttr(table)) &&
-      (idxHost = HostTensor::fromAttr(idx))) {
-    RankedTensorType outType = gather.getType();
-    int64_t dim = tableHost->shape[*axis];
-    SmallVector<int64_t> strides = stridesOf(tableHost->shape);
-    int64_t idxRank = idxHost->shape.size();
-    SmallVector<int64_t> idxStrides = stridesOf(idxHost->shape);
-    HostTensor out = gatherElements(
-        *tableHost, outType.getShape(), [&](ArrayRef<int64_t> pos) {
-          int64_t src = 0;
-          for (int64_t d = 0; d < *axis; ++d)
-            src += pos[d] * strides[d];
-          int64_t flat = 0;
-          for (int64_t d = 0; d < idxRank; ++d)
-            flat += pos[*axis + d] * idxStrides[d];
-          int64_t i = idxHost->ints[flat];
-          src += (i < 0 ? i + dim : i) * strides[*axis];
-          for (size_t d = *axis + 1; d < tableHost->shape.size(); ++d)
-            src += pos[d - 1 + idxRank] * strides[d];
-          return src;
-        });
-    gather.erase();
-    return setOutput(0, constant(out));
-  }
   return setOutput(0, *result);
 }
 
@@ -997,7 +968,6 @@ LogicalResult Importer::importConstantOfShape(const onnx::NodeProto &n) {
   for (int64_t d : shape->ints)
     if (d < 0)
       return nodeError() << "negative dim " << d << " in shape";
-  Attribute fill;
   if (const onnx::AttributeProto *value = attr("value")) {
     FailureOr<DenseElementsAttr> attr = readTensor(value->t());
     if (failed(attr) || attr->getNumElements() != 1)

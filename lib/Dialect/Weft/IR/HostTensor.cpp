@@ -47,7 +47,6 @@ std::optional<HostTensor> HostTensor::fromAttr(Attribute attr) {
   if (!type.hasStaticShape() || type.getNumElements() > kMaxFoldedElements)
     return std::nullopt;
   HostTensor t = zeros(type.getShape(), type.getElementType());
-  int64_t n = type.getNumElements();
   if (t.isFloat()) {
     if (dense.isSplat()) {
       double v = dense.getSplatValue<APFloat>().convertToDouble();
@@ -73,7 +72,6 @@ std::optional<HostTensor> HostTensor::fromAttr(Attribute attr) {
     for (const APInt &v : dense.getValues<APInt>())
       t.ints[i++] = read(v);
   }
-  (void)n;
   return t;
 }
 

@@ -120,10 +120,6 @@ static bool clash(int64_t a, int64_t b) {
 // Constant folding helpers
 //===----------------------------------------------------------------------===//
 
-static std::optional<HostTensor> hostConstant(Attribute attr) {
-  return HostTensor::fromAttr(attr);
-}
-
 /// Folds an elementwise op whose operands are all constants.
 static OpFoldResult
 foldElementwise(ArrayRef<Attribute> operands, Type resultType,
@@ -135,7 +131,7 @@ foldElementwise(ArrayRef<Attribute> operands, Type resultType,
     return {};
   SmallVector<HostTensor> hosts;
   for (Attribute attr : operands) {
-    auto host = hostConstant(attr);
+    auto host = HostTensor::fromAttr(attr);
     if (!host)
       return {};
     hosts.push_back(std::move(*host));
@@ -223,7 +219,7 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  auto host = hostConstant(adaptor.getInput());
+  auto host = HostTensor::fromAttr(adaptor.getInput());
   if (!host)
     return {};
   for (int64_t i = 0; i < host->size(); ++i)
@@ -272,7 +268,7 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   if (isSplatOf(adaptor.getRhs(), 1) && getLhs().getType() == getType())
     return getLhs();
   // Integer division by zero is undefined: leave it to run time.
-  if (auto rhs = hostConstant(adaptor.getRhs()))
+  if (auto rhs = HostTensor::fromAttr(adaptor.getRhs()))
     if (!rhs->isFloat() && llvm::is_contained(rhs->ints, 0))
       return {};
   return foldElementwise(
@@ -360,7 +356,7 @@ static OpFoldResult foldReduction(Attribute input, RankedTensorType resultType,
                                   ArrayRef<int64_t> axes, double init,
                                   double (*combine)(double, double),
                                   bool isMean) {
-  std::optional<HostTensor> host = hostConstant(input);
+  std::optional<HostTensor> host = HostTensor::fromAttr(input);
   if (!host || !resultType.hasStaticShape())
     return {};
   SmallVector<int64_t> keptShape; // result shape with reduced dims as 1
@@ -683,6 +679,38 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
+  std::optional<HostTensor> data = HostTensor::fromAttr(adaptor.getData());
+  std::optional<HostTensor> indices = HostTensor::fromAttr(adaptor.getIndices());
+  if (!data || !indices || !getType().hasStaticShape())
+    return {};
+  auto axis = static_cast<int64_t>(getAxis());
+  int64_t dim = data->shape[axis];
+  // Out-of-range indices are undefined: leave them to run time.
+  for (int64_t i : indices->ints)
+    if (i < -dim || i >= dim)
+      return {};
+  SmallVector<int64_t> strides = stridesOf(data->shape);
+  SmallVector<int64_t> indexStrides = stridesOf(indices->shape);
+  int64_t indexRank = indices->shape.size();
+  return gatherElements(
+             *data, getType().getShape(),
+             [&](ArrayRef<int64_t> pos) {
+               int64_t src = 0;
+               for (int64_t d = 0; d < axis; ++d)
+                 src += pos[d] * strides[d];
+               int64_t flat = 0;
+               for (int64_t d = 0; d < indexRank; ++d)
+                 flat += pos[axis + d] * indexStrides[d];
+               int64_t i = indices->ints[flat];
+               src += (i < 0 ? i + dim : i) * strides[axis];
+               for (size_t d = axis + 1; d < data->shape.size(); ++d)
+                 src += pos[d - 1 + indexRank] * strides[d];
+               return src;
+             })
+      .toAttr();
+}
+
 //===----------------------------------------------------------------------===//
 // ReshapeOp, ExpandOp
 //===----------------------------------------------------------------------===//
@@ -792,7 +820,7 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
     if (llvm::equal(composed, llvm::seq<int64_t>(0, composed.size())))
       return inner.getInput();
   }
-  auto host = hostConstant(adaptor.getInput());
+  auto host = HostTensor::fromAttr(adaptor.getInput());
   if (!host)
     return {};
   SmallVector<int64_t> strides = stridesOf(host->shape);
@@ -874,7 +902,7 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
     return getInputs()[0];
   SmallVector<HostTensor> hosts;
   for (Attribute attr : adaptor.getInputs()) {
-    auto host = hostConstant(attr);
+    auto host = HostTensor::fromAttr(attr);
     if (!host)
       return {};
     hosts.push_back(std::move(*host));
@@ -967,7 +995,7 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
       llvm::all_of(getOffsets(), [](int64_t o) { return o == 0; }) &&
       llvm::all_of(getStrides(), [](int64_t s) { return s == 1; }))
     return getInput();
-  auto host = hostConstant(adaptor.getInput());
+  auto host = HostTensor::fromAttr(adaptor.getInput());
   if (!host)
     return {};
   SmallVector<int64_t> strides = stridesOf(host->shape);

@@ -77,37 +77,35 @@ Value onesLike(PatternRewriter &rewriter, Location loc, RankedTensorType x,
 }
 
 /// (x - mean) / sqrt(var + eps), also written with rsqrt or reciprocal.
-struct FuseNormalization : public RewritePattern {
-  FuseNormalization(MLIRContext *context)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+template <typename OpTy>
+struct FuseNormalization : public OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(Operation *op,
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     Value centered, varianceEps;
-    if (auto div = dyn_cast<DivOp>(op)) {
-      auto sqrt = div.getRhs().getDefiningOp<SqrtOp>();
+    if constexpr (std::is_same_v<OpTy, DivOp>) {
+      auto sqrt = op.getRhs().template getDefiningOp<SqrtOp>();
       if (!sqrt)
         return failure();
-      centered = div.getLhs();
+      centered = op.getLhs();
       varianceEps = sqrt.getInput();
-    } else if (auto mul = dyn_cast<MulOp>(op)) {
-      if ((varianceEps = matchRsqrt(mul.getRhs())))
-        centered = mul.getLhs();
-      else if ((varianceEps = matchRsqrt(mul.getLhs())))
-        centered = mul.getRhs();
+    } else {
+      if ((varianceEps = matchRsqrt(op.getRhs())))
+        centered = op.getLhs();
+      else if ((varianceEps = matchRsqrt(op.getLhs())))
+        centered = op.getRhs();
       else
         return failure();
-    } else {
-      return failure();
     }
     int64_t axis;
     double epsilon;
     Value x = matchVariancePlusEps(varianceEps, centered, axis, epsilon);
-    if (!x || x.getType() != op->getResult(0).getType() ||
+    if (!x || x.getType() != op.getType() ||
         !llvm::isa<FloatType>(getElementTypeOrSelf(x.getType())))
       return failure();
     auto type = llvm::cast<RankedTensorType>(x.getType());
-    Value ones = onesLike(rewriter, op->getLoc(), type, axis);
+    Value ones = onesLike(rewriter, op.getLoc(), type, axis);
     rewriter.replaceOp(op, createLayerNorm(rewriter, op, x, ones, nullptr,
                                            axis, epsilon));
     return success();
@@ -242,7 +240,7 @@ struct WeftFuseLayerNormPass
     : public weft::impl::WeftFuseLayerNormBase<WeftFuseLayerNormPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseNormalization, AbsorbScale, AbsorbBias,
+    patterns.add<FuseNormalization<DivOp>, FuseNormalization<MulOp>, AbsorbScale, AbsorbBias,
                  FuseMultiplierForm>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

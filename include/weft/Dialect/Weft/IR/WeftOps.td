@@ -506,6 +506,7 @@ def Weft_GatherOp : Weft_Op<"gather",
   let assemblyFormat = [{
     $data `,` $indices prop-dict attr-dict `:` type($data) `,` type($indices)
   }];
+  let hasFolder = 1;
 }
 
 def Weft_ReshapeOp : Weft_Op<"reshape",

@@ -1,0 +1,74 @@
+// RUN: weft-opt %s -split-input-file -canonicalize | FileCheck %s
+
+// Shape arithmetic on constants folds away (what the importer relies on).
+// CHECK-LABEL: func.func @shape_arithmetic
+// CHECK-NEXT: %[[C:.*]] = weft.constant dense<[2, 5, 2, 4]> : tensor<4xi64>
+// CHECK-NEXT: return %[[C]]
+func.func @shape_arithmetic() -> tensor<4xi64> {
+  %shape = weft.constant dense<[2, 5, 8]> : tensor<3xi64>
+  %idx = weft.constant dense<[0, -2]> : tensor<2xi64>
+  %bs = weft.gather %shape, %idx <{axis = 0}> : tensor<3xi64>, tensor<2xi64>
+  %heads = weft.constant dense<2> : tensor<i64>
+  %h = weft.unsqueeze %heads <{axes = array<i64: 0>}> : tensor<i64>
+  %eight = weft.slice %shape <{offsets = array<i64: 2>, sizes = array<i64: 1>, strides = array<i64: 1>}> : tensor<3xi64>
+  %d = weft.div %eight, %h : tensor<1xi64>, tensor<1xi64>
+  %r = weft.concat %bs, %h, %d <{axis = 0}> : tensor<2xi64>, tensor<1xi64>, tensor<1xi64>
+  return %r : tensor<4xi64>
+}
+
+// -----
+
+// Identities: x + 0, x * 1, reshape to the same type, identity transpose.
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @identities(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %zero = weft.constant dense<0.0> : tensor<f32>
+  %one = weft.constant dense<1.0> : tensor<f32>
+  %a = weft.add %x, %zero : tensor<2x3xf32>, tensor<f32>
+  %m = weft.mul %one, %a : tensor<f32>, tensor<2x3xf32>
+  %r = weft.reshape %m : tensor<2x3xf32> -> tensor<2x3xf32>
+  %t = weft.transpose %r <{permutation = array<i64: 0, 1>}> : tensor<2x3xf32>
+  return %t : tensor<2x3xf32>
+}
+
+// -----
+
+// x + 0 must not fold when the zero broadcasts x to a larger shape.
+// CHECK-LABEL: func.func @broadcasting_zero
+// CHECK: weft.add
+func.func @broadcasting_zero(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+  %zero = weft.constant dense<0.0> : tensor<2x3xf32>
+  %a = weft.add %x, %zero : tensor<3xf32>, tensor<2x3xf32>
+  return %a : tensor<2x3xf32>
+}
+
+// -----
+
+// Chains merge: transpose of transpose, reshape of reshape.
+// CHECK-LABEL: func.func @chains
+// CHECK-NEXT: %[[T:.*]] = weft.transpose %{{.*}} <{permutation = array<i64: 0, 2, 1, 3>}>
+// CHECK-NEXT: %[[R:.*]] = weft.reshape %[[T]] : tensor<1x4x2x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @chains(%x: tensor<1x2x4x8xf32>) -> tensor<8x8xf32> {
+  %a = weft.transpose %x <{permutation = array<i64: 0, 2, 3, 1>}> : tensor<1x2x4x8xf32>
+  %b = weft.transpose %a <{permutation = array<i64: 0, 1, 3, 2>}> : tensor<1x4x8x2xf32>
+  %c = weft.reshape %b : tensor<1x4x2x8xf32> -> tensor<4x16xf32>
+  %d = weft.reshape %c : tensor<4x16xf32> -> tensor<8x8xf32>
+  return %d : tensor<8x8xf32>
+}
+
+// -----
+
+// Integer division by zero and out-of-range gathers are left to run time.
+// CHECK-LABEL: func.func @undefined_not_folded
+// CHECK: weft.div
+// CHECK: weft.gather
+func.func @undefined_not_folded() -> (tensor<2xi64>, tensor<1xi64>) {
+  %a = weft.constant dense<[4, 6]> : tensor<2xi64>
+  %z = weft.constant dense<[2, 0]> : tensor<2xi64>
+  %d = weft.div %a, %z : tensor<2xi64>, tensor<2xi64>
+  %i = weft.constant dense<[5]> : tensor<1xi64>
+  %g = weft.gather %a, %i <{axis = 0}> : tensor<2xi64>, tensor<1xi64>
+  return %d, %g : tensor<2xi64>, tensor<1xi64>
+}
