@@ -3,6 +3,7 @@
 #include "weft/Dialect/Weft/IR/HostTensor.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/STLExtras.h"
 #include <cmath>
 
 using namespace mlir;
@@ -195,6 +196,136 @@ HostTensor castTo(const HostTensor &input, Type elementType) {
     for (int64_t &v : result.ints)
       v = static_cast<int32_t>(v);
   return result;
+}
+
+HostTensor reduce(const HostTensor &input, ArrayRef<int64_t> axes,
+                  bool keepdims, ReduceKind kind) {
+  int64_t rank = input.shape.size();
+  SmallVector<int64_t> keptShape, resultShape;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool reduced = llvm::is_contained(axes, d);
+    keptShape.push_back(reduced ? 1 : input.shape[d]);
+    if (!reduced || keepdims)
+      resultShape.push_back(reduced ? 1 : input.shape[d]);
+  }
+  double init = kind == ReduceKind::Max   ? -INFINITY
+                : kind == ReduceKind::Min ? INFINITY
+                : kind == ReduceKind::Prod ? 1.0
+                                           : 0.0;
+  std::vector<double> acc(numElements(keptShape), init);
+  SmallVector<int64_t> keptStrides = stridesOf(keptShape);
+  SmallVector<int64_t> index(rank, 0);
+  int64_t reducedCount = 1;
+  for (int64_t a : axes)
+    reducedCount *= input.shape[a];
+  for (int64_t linear = 0, e = input.size(); linear < e; ++linear) {
+    int64_t out = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      out += (keptShape[d] == 1 ? 0 : index[d]) * keptStrides[d];
+    double v = input.asDouble(linear);
+    double &a = acc[out];
+    switch (kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::Mean:
+      a += v;
+      break;
+    case ReduceKind::Max:
+      a = std::max(a, v);
+      break;
+    case ReduceKind::Min:
+      a = std::min(a, v);
+      break;
+    case ReduceKind::Prod:
+      a *= v;
+      break;
+    }
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < input.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  HostTensor result = HostTensor::zeros(resultShape, input.elementType);
+  for (size_t i = 0; i < acc.size(); ++i) {
+    double v = kind == ReduceKind::Mean ? acc[i] / reducedCount : acc[i];
+    if (result.isFloat())
+      result.floats[i] = v;
+    else
+      result.ints[i] = static_cast<int64_t>(v);
+  }
+  return result;
+}
+
+HostTensor transpose(const HostTensor &input, ArrayRef<int64_t> permutation) {
+  SmallVector<int64_t> strides = stridesOf(input.shape);
+  SmallVector<int64_t> shape;
+  for (int64_t p : permutation)
+    shape.push_back(input.shape[p]);
+  return gatherElements(input, shape, [&](ArrayRef<int64_t> idx) {
+    int64_t src = 0;
+    for (size_t d = 0; d < idx.size(); ++d)
+      src += idx[d] * strides[permutation[d]];
+    return src;
+  });
+}
+
+HostTensor slice(const HostTensor &input, ArrayRef<int64_t> offsets,
+                 ArrayRef<int64_t> sizes, ArrayRef<int64_t> steps) {
+  SmallVector<int64_t> strides = stridesOf(input.shape);
+  return gatherElements(input, sizes, [&](ArrayRef<int64_t> idx) {
+    int64_t src = 0;
+    for (size_t d = 0; d < idx.size(); ++d)
+      src += (offsets[d] + idx[d] * steps[d]) * strides[d];
+    return src;
+  });
+}
+
+HostTensor concat(ArrayRef<const HostTensor *> inputs, int64_t axis) {
+  SmallVector<int64_t> shape = inputs.front()->shape;
+  shape[axis] = 0;
+  for (const HostTensor *in : inputs)
+    shape[axis] += in->shape[axis];
+  HostTensor result = HostTensor::zeros(shape, inputs.front()->elementType);
+  // Each input contributes one contiguous block per index of the dims
+  // before `axis`.
+  int64_t outer = numElements(ArrayRef<int64_t>(shape).take_front(axis));
+  int64_t pos = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const HostTensor *in : inputs) {
+      int64_t block = outer ? in->size() / outer : 0;
+      for (int64_t j = 0; j < block; ++j, ++pos) {
+        if (result.isFloat())
+          result.floats[pos] = in->floats[o * block + j];
+        else
+          result.ints[pos] = in->ints[o * block + j];
+      }
+    }
+  }
+  return result;
+}
+
+HostTensor gather(const HostTensor &data, const HostTensor &indices,
+                  int64_t axis) {
+  int64_t dim = data.shape[axis];
+  SmallVector<int64_t> strides = stridesOf(data.shape);
+  SmallVector<int64_t> indexStrides = stridesOf(indices.shape);
+  int64_t indexRank = indices.shape.size();
+  SmallVector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.append(indices.shape.begin(), indices.shape.end());
+  shape.append(data.shape.begin() + axis + 1, data.shape.end());
+  return gatherElements(data, shape, [&](ArrayRef<int64_t> pos) {
+    int64_t src = 0;
+    for (int64_t d = 0; d < axis; ++d)
+      src += pos[d] * strides[d];
+    int64_t flat = 0;
+    for (int64_t d = 0; d < indexRank; ++d)
+      flat += pos[axis + d] * indexStrides[d];
+    int64_t i = indices.ints[flat];
+    src += (i < 0 ? i + dim : i) * strides[axis];
+    for (size_t d = axis + 1; d < data.shape.size(); ++d)
+      src += pos[d - 1 + indexRank] * strides[d];
+    return src;
+  });
 }
 
 } // namespace weft

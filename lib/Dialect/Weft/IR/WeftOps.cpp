@@ -350,69 +350,34 @@ OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-/// Folds a reduction of a constant; `combine` accumulates in double or
-/// int64 starting from `init`, `finish` post-processes (mean divides).
-static OpFoldResult foldReduction(Attribute input, RankedTensorType resultType,
-                                  ArrayRef<int64_t> axes, double init,
-                                  double (*combine)(double, double),
-                                  bool isMean) {
+/// Folds a reduction of a constant.
+static OpFoldResult foldReduction(Attribute input, ArrayRef<int64_t> axes,
+                                  bool keepdims, ReduceKind kind) {
   std::optional<HostTensor> host = HostTensor::fromAttr(input);
-  if (!host || !resultType.hasStaticShape())
+  if (!host)
     return {};
-  SmallVector<int64_t> keptShape; // result shape with reduced dims as 1
-  for (size_t d = 0; d < host->shape.size(); ++d)
-    keptShape.push_back(llvm::is_contained(axes, d) ? 1 : host->shape[d]);
-  HostTensor acc = HostTensor::zeros(keptShape, host->elementType);
-  std::vector<double> sums(acc.size(), init);
-  SmallVector<int64_t> keptStrides = stridesOf(keptShape);
-  int64_t rank = host->shape.size();
-  SmallVector<int64_t> index(rank, 0);
-  int64_t reducedCount = 1;
-  for (int64_t a : axes)
-    reducedCount *= host->shape[a];
-  for (int64_t linear = 0; linear < host->size(); ++linear) {
-    int64_t out = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      out += (keptShape[d] == 1 ? 0 : index[d]) * keptStrides[d];
-    sums[out] = combine(sums[out], host->asDouble(linear));
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++index[d] < host->shape[d])
-        break;
-      index[d] = 0;
-    }
-  }
-  for (size_t i = 0; i < sums.size(); ++i) {
-    double v = isMean ? sums[i] / reducedCount : sums[i];
-    if (acc.isFloat())
-      acc.floats[i] = v;
-    else
-      acc.ints[i] = static_cast<int64_t>(v);
-  }
-  acc.shape.assign(resultType.getShape().begin(), resultType.getShape().end());
-  return acc.toAttr();
+  return reduce(*host, axes, keepdims, kind).toAttr();
 }
 
 OpFoldResult ReduceSumOp::fold(FoldAdaptor adaptor) {
-  return foldReduction(adaptor.getInput(), getType(), getAxes(), 0,
-                       [](double a, double b) { return a + b; }, false);
+  return foldReduction(adaptor.getInput(), getAxes(), getKeepdims(),
+                       ReduceKind::Sum);
 }
 OpFoldResult ReduceMeanOp::fold(FoldAdaptor adaptor) {
-  return foldReduction(adaptor.getInput(), getType(), getAxes(), 0,
-                       [](double a, double b) { return a + b; }, true);
+  return foldReduction(adaptor.getInput(), getAxes(), getKeepdims(),
+                       ReduceKind::Mean);
 }
 OpFoldResult ReduceMaxOp::fold(FoldAdaptor adaptor) {
-  return foldReduction(adaptor.getInput(), getType(), getAxes(), -INFINITY,
-                       [](double a, double b) { return std::max(a, b); },
-                       false);
+  return foldReduction(adaptor.getInput(), getAxes(), getKeepdims(),
+                       ReduceKind::Max);
 }
 OpFoldResult ReduceMinOp::fold(FoldAdaptor adaptor) {
-  return foldReduction(adaptor.getInput(), getType(), getAxes(), INFINITY,
-                       [](double a, double b) { return std::min(a, b); },
-                       false);
+  return foldReduction(adaptor.getInput(), getAxes(), getKeepdims(),
+                       ReduceKind::Min);
 }
 OpFoldResult ReduceProdOp::fold(FoldAdaptor adaptor) {
-  return foldReduction(adaptor.getInput(), getType(), getAxes(), 1,
-                       [](double a, double b) { return a * b; }, false);
+  return foldReduction(adaptor.getInput(), getAxes(), getKeepdims(),
+                       ReduceKind::Prod);
 }
 
 //===----------------------------------------------------------------------===//
@@ -682,7 +647,7 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *context,
 OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   std::optional<HostTensor> data = HostTensor::fromAttr(adaptor.getData());
   std::optional<HostTensor> indices = HostTensor::fromAttr(adaptor.getIndices());
-  if (!data || !indices || !getType().hasStaticShape())
+  if (!data || !indices)
     return {};
   auto axis = static_cast<int64_t>(getAxis());
   int64_t dim = data->shape[axis];
@@ -690,25 +655,7 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   for (int64_t i : indices->ints)
     if (i < -dim || i >= dim)
       return {};
-  SmallVector<int64_t> strides = stridesOf(data->shape);
-  SmallVector<int64_t> indexStrides = stridesOf(indices->shape);
-  int64_t indexRank = indices->shape.size();
-  return gatherElements(
-             *data, getType().getShape(),
-             [&](ArrayRef<int64_t> pos) {
-               int64_t src = 0;
-               for (int64_t d = 0; d < axis; ++d)
-                 src += pos[d] * strides[d];
-               int64_t flat = 0;
-               for (int64_t d = 0; d < indexRank; ++d)
-                 flat += pos[axis + d] * indexStrides[d];
-               int64_t i = indices->ints[flat];
-               src += (i < 0 ? i + dim : i) * strides[axis];
-               for (size_t d = axis + 1; d < data->shape.size(); ++d)
-                 src += pos[d - 1 + indexRank] * strides[d];
-               return src;
-             })
-      .toAttr();
+  return gather(*data, *indices, axis).toAttr();
 }
 
 //===----------------------------------------------------------------------===//
@@ -823,15 +770,7 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   auto host = HostTensor::fromAttr(adaptor.getInput());
   if (!host)
     return {};
-  SmallVector<int64_t> strides = stridesOf(host->shape);
-  return gatherElements(*host, getType().getShape(),
-                        [&](ArrayRef<int64_t> idx) {
-                          int64_t src = 0;
-                          for (size_t d = 0; d < idx.size(); ++d)
-                            src += idx[d] * strides[perm[d]];
-                          return src;
-                        })
-      .toAttr();
+  return transpose(*host, perm).toAttr();
 }
 
 namespace {
@@ -907,29 +846,10 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
       return {};
     hosts.push_back(std::move(*host));
   }
-  if (!getType().hasStaticShape() ||
-      getType().getNumElements() > kMaxFoldedElements)
-    return {};
-  auto axis = static_cast<int64_t>(getAxis());
-  HostTensor result =
-      HostTensor::zeros(getType().getShape(), getType().getElementType());
-  // Copy blocks: outer = product of dims before axis.
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= getType().getDimSize(d);
-  int64_t pos = 0;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (const HostTensor &h : hosts) {
-      int64_t block = h.size() / std::max<int64_t>(outer, 1);
-      for (int64_t j = 0; j < block; ++j, ++pos) {
-        if (result.isFloat())
-          result.floats[pos] = h.floats[o * block + j];
-        else
-          result.ints[pos] = h.ints[o * block + j];
-      }
-    }
-  }
-  return result.toAttr();
+  SmallVector<const HostTensor *> ptrs;
+  for (const HostTensor &h : hosts)
+    ptrs.push_back(&h);
+  return concat(ptrs, static_cast<int64_t>(getAxis())).toAttr();
 }
 
 LogicalResult SplitOp::inferReturnTypes(MLIRContext *context,
@@ -998,16 +918,7 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   auto host = HostTensor::fromAttr(adaptor.getInput());
   if (!host)
     return {};
-  SmallVector<int64_t> strides = stridesOf(host->shape);
-  ArrayRef<int64_t> offsets = getOffsets(), steps = getStrides();
-  return gatherElements(*host, getType().getShape(),
-                        [&](ArrayRef<int64_t> idx) {
-                          int64_t src = 0;
-                          for (size_t d = 0; d < idx.size(); ++d)
-                            src += (offsets[d] + idx[d] * steps[d]) * strides[d];
-                          return src;
-                        })
-      .toAttr();
+  return slice(*host, getOffsets(), getSizes(), getStrides()).toAttr();
 }
 
 //===----------------------------------------------------------------------===//

@@ -63,6 +63,22 @@ HostTensor gatherElements(
 /// Converts to another element type with Cast semantics.
 HostTensor castTo(const HostTensor &input, mlir::Type elementType);
 
+// Array operations shared by the folders and the reference evaluator. Their
+// operands are assumed valid (the op verifiers check them).
+
+enum class ReduceKind { Sum, Mean, Max, Min, Prod };
+HostTensor reduce(const HostTensor &input, llvm::ArrayRef<int64_t> axes,
+                  bool keepdims, ReduceKind kind);
+HostTensor transpose(const HostTensor &input,
+                     llvm::ArrayRef<int64_t> permutation);
+HostTensor slice(const HostTensor &input, llvm::ArrayRef<int64_t> offsets,
+                 llvm::ArrayRef<int64_t> sizes,
+                 llvm::ArrayRef<int64_t> strides);
+HostTensor concat(llvm::ArrayRef<const HostTensor *> inputs, int64_t axis);
+/// Negative indices count from the end; all indices must be in range.
+HostTensor gather(const HostTensor &data, const HostTensor &indices,
+                  int64_t axis);
+
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_HOSTTENSOR_H
