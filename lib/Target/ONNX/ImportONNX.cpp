@@ -742,9 +742,54 @@ OwningOpRef<ModuleOp> Importer::run() {
   return module;
 }
 
+FailureOr<llvm::StringMap<HostTensor>> Importer::readInitializers() {
+  if (failed(loadModel()))
+    return failure();
+  llvm::StringMap<HostTensor> result;
+  for (const onnx::TensorProto &t : model.graph().initializer()) {
+    FailureOr<DenseElementsAttr> attr = readTensor(t, /*widenNarrowInts=*/true);
+    if (failed(attr))
+      return failure();
+    result[t.name()] = *HostTensor::fromAttr(*attr, INT64_MAX);
+  }
+  return result;
+}
+
+FailureOr<HostTensor> Importer::readTensorFile() {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    modelError() << "cannot read tensor file '" << path
+                 << "': " << buffer.getError().message();
+    return failure();
+  }
+  modelDir = llvm::sys::path::parent_path(path).str();
+  onnx::TensorProto tensor;
+  StringRef bytes = (*buffer)->getBuffer();
+  if (!tensor.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    modelError() << "'" << path << "' is not an ONNX TensorProto";
+    return failure();
+  }
+  FailureOr<DenseElementsAttr> attr = readTensor(tensor);
+  if (failed(attr))
+    return failure();
+  return *HostTensor::fromAttr(*attr, INT64_MAX);
+}
+
 } // namespace weft::onnx_import
 
 using namespace weft::onnx_import;
+
+FailureOr<HostTensor> weft::readONNXTensorFile(StringRef path,
+                                               MLIRContext *ctx) {
+  ONNXImportOptions options;
+  return Importer(ctx, path, options).readTensorFile();
+}
+
+FailureOr<llvm::StringMap<HostTensor>>
+weft::readONNXInitializers(StringRef modelPath, MLIRContext *ctx) {
+  ONNXImportOptions options;
+  return Importer(ctx, modelPath, options).readInitializers();
+}
 
 OwningOpRef<ModuleOp> weft::importONNXFile(StringRef path, MLIRContext *ctx,
                                            const ONNXImportOptions &options) {

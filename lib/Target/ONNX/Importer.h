@@ -87,6 +87,8 @@ public:
       : ctx(ctx), builder(ctx), path(path.str()), options(options) {}
 
   OwningOpRef<ModuleOp> run();
+  FailureOr<llvm::StringMap<HostTensor>> readInitializers();
+  FailureOr<HostTensor> readTensorFile();
 
   // Node handlers (one per ONNX op type or family).
   LogicalResult importElementwiseBinary(const onnx::NodeProto &node);

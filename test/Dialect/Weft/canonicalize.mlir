@@ -72,3 +72,17 @@ func.func @undefined_not_folded() -> (tensor<2xi64>, tensor<1xi64>) {
   %g = weft.gather %a, %i <{axis = 0}> : tensor<2xi64>, tensor<1xi64>
   return %d, %g : tensor<2xi64>, tensor<1xi64>
 }
+
+// -----
+
+// A float where of constants keeps its fractional values.
+// CHECK-LABEL: func.func @where_floats
+// CHECK-NEXT: %[[C:.*]] = weft.constant dense<[2.500000e+00, -1.250000e+00]> : tensor<2xf32>
+// CHECK-NEXT: return %[[C]]
+func.func @where_floats() -> tensor<2xf32> {
+  %c = weft.constant dense<[true, false]> : tensor<2xi1>
+  %a = weft.constant dense<[2.5, 3.5]> : tensor<2xf32>
+  %b = weft.constant dense<[0.5, -1.25]> : tensor<2xf32>
+  %w = weft.where %c, %a, %b : tensor<2xi1>, tensor<2xf32>, tensor<2xf32>
+  return %w : tensor<2xf32>
+}

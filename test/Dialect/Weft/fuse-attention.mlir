@@ -1,4 +1,13 @@
 // RUN: weft-opt %s -split-input-file -weft-fuse-attention | FileCheck %s
+// RUN: weft-eval %s -split-input-file --compare-pipeline=weft-fuse-attention | FileCheck %s --check-prefix=SAME
+
+// The rewrite computes the same function (reference evaluator, random inputs):
+// SAME: @causal_where result #0: {{.*}}: ok
+// SAME: @additive_mask result #0: {{.*}}: ok
+// SAME: @three_d result #0: {{.*}}: ok
+// SAME: @negated_mask result #0: {{.*}}: ok
+// SAME: @multiplicative_mask result #0: {{.*}}: ok
+// SAME: @softmax_wrong_axis result #0: {{.*}}: ok
 
 // Scores scaled by a division, causal Where mask with a large negative fill.
 // CHECK-LABEL: func.func @causal_where

@@ -1,4 +1,12 @@
 // RUN: weft-opt %s -split-input-file -weft-fuse-gelu | FileCheck %s
+// RUN: weft-eval %s -split-input-file --compare-pipeline=weft-fuse-gelu | FileCheck %s --check-prefix=SAME
+
+// The rewrite computes the same function (reference evaluator, random inputs):
+// SAME: @erf_form result #0: {{.*}}: ok
+// SAME: @erf_premultiplied_half result #0: {{.*}}: ok
+// SAME: @tanh_form result #0: {{.*}}: ok
+// SAME: @tanh_megatron_form result #0: {{.*}}: ok
+// SAME: @wrong_half result #0: {{.*}}: ok
 
 // PyTorch: x * 0.5 * (1 + erf(x / 1.4142135)).
 // CHECK-LABEL: func.func @erf_form

@@ -1,4 +1,12 @@
 // RUN: weft-opt %s -split-input-file -weft-fuse-layer-norm | FileCheck %s
+// RUN: weft-eval %s -split-input-file --compare-pipeline=weft-fuse-layer-norm | FileCheck %s --check-prefix=SAME
+
+// The rewrite computes the same function (reference evaluator, random inputs):
+// SAME: @pytorch_form result #0: {{.*}}: ok
+// SAME: @no_affine_rsqrt result #0: {{.*}}: ok
+// SAME: @tensorflow_form result #0: {{.*}}: ok
+// SAME: @mismatched_axes result #0: {{.*}}: ok
+// SAME: @scale_not_per_feature result #0: {{.*}}: ok
 
 // PyTorch's decomposition: (x - mean) / sqrt(mean((x - mean)^2) + eps) * g + b.
 // CHECK-LABEL: func.func @pytorch_form

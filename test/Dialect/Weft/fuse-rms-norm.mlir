@@ -1,4 +1,10 @@
 // RUN: weft-opt %s -split-input-file -weft-fuse-rms-norm | FileCheck %s
+// RUN: weft-eval %s -split-input-file --compare-pipeline=weft-fuse-rms-norm | FileCheck %s --check-prefix=SAME
+
+// The rewrite computes the same function (reference evaluator, random inputs):
+// SAME: @llama_form result #0: {{.*}}: ok
+// SAME: @div_form result #0: {{.*}}: ok
+// SAME: @centered_input result #0: {{.*}}: ok
 
 // Llama: x * rsqrt(mean(x^2) + eps) * w.
 // CHECK-LABEL: func.func @llama_form

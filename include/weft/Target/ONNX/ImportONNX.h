@@ -3,6 +3,8 @@
 #ifndef WEFT_TARGET_ONNX_IMPORTONNX_H
 #define WEFT_TARGET_ONNX_IMPORTONNX_H
 
+#include "weft/Dialect/Weft/IR/HostTensor.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
@@ -24,6 +26,16 @@ struct ONNXImportOptions {
 mlir::OwningOpRef<mlir::ModuleOp>
 importONNXFile(llvm::StringRef path, mlir::MLIRContext *context,
                const ONNXImportOptions &options);
+
+/// Reads an ONNX TensorProto file (the `input_0.pb` files of the ONNX test
+/// layout). Errors go to the context's diagnostic engine.
+llvm::FailureOr<HostTensor> readONNXTensorFile(llvm::StringRef path,
+                                               mlir::MLIRContext *context);
+
+/// Reads every initializer of an ONNX model (external data included),
+/// keyed by name: the values of the `weft.param` arguments.
+llvm::FailureOr<llvm::StringMap<HostTensor>>
+readONNXInitializers(llvm::StringRef modelPath, mlir::MLIRContext *context);
 
 /// The default-domain ONNX op types the importer supports, sorted.
 std::vector<std::string> supportedONNXOps();

@@ -40,12 +40,13 @@ HostTensor HostTensor::zeros(ArrayRef<int64_t> shape, Type elementType) {
   return t;
 }
 
-std::optional<HostTensor> HostTensor::fromAttr(Attribute attr) {
+std::optional<HostTensor> HostTensor::fromAttr(Attribute attr,
+                                               int64_t maxElements) {
   auto dense = llvm::dyn_cast_or_null<DenseElementsAttr>(attr);
   if (!dense)
     return std::nullopt;
   auto type = llvm::cast<RankedTensorType>(dense.getType());
-  if (!type.hasStaticShape() || type.getNumElements() > kMaxFoldedElements)
+  if (!type.hasStaticShape() || type.getNumElements() > maxElements)
     return std::nullopt;
   HostTensor t = zeros(type.getShape(), type.getElementType());
   if (t.isFloat()) {

@@ -278,10 +278,12 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
+  // The selected values lead: mapBroadcast computes in the first operand's
+  // domain, and the condition is an integer.
   return foldElementwise(
-      adaptor.getOperands(), getType(),
-      [](ArrayRef<double> x) { return x[0] != 0 ? x[1] : x[2]; },
-      [](ArrayRef<int64_t> x) { return x[0] != 0 ? x[1] : x[2]; });
+      {adaptor.getOnTrue(), adaptor.getOnFalse(), adaptor.getCondition()},
+      getType(), [](ArrayRef<double> x) { return x[2] != 0 ? x[0] : x[1]; },
+      [](ArrayRef<int64_t> x) { return x[2] != 0 ? x[0] : x[1]; });
 }
 
 #define WEFT_FOLD_FLOAT_UNARY(OP, EXPR)                                        \

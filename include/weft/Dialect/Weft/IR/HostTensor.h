@@ -35,8 +35,10 @@ struct HostTensor {
     return isFloat() ? static_cast<int64_t>(floats[i]) : ints[i];
   }
 
-  /// Reads a dense attribute; nullopt for non-dense or oversized ones.
-  static std::optional<HostTensor> fromAttr(mlir::Attribute attr);
+  /// Reads a dense attribute; nullopt for non-dense ones and for ones with
+  /// more than `maxElements` elements.
+  static std::optional<HostTensor>
+  fromAttr(mlir::Attribute attr, int64_t maxElements = kMaxFoldedElements);
   /// An empty tensor of the given shape and element type.
   static HostTensor zeros(llvm::ArrayRef<int64_t> shape, mlir::Type elementType);
   mlir::DenseElementsAttr toAttr() const;

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Import each model of ../shared/models, evaluate it with the reference
+evaluator (weft-eval) on its test_data_set_0 inputs, before and after
+weft-fuse-idioms, and compare with the expected outputs (rtol 1e-4, atol
+1e-5, the models' documented tolerance). Symbolic dims are bound from the
+shapes of the input files. Prints one line per model and variant and a final
+`N passed, M failed`."""
+
+import argparse
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import onnx
+from onnx import numpy_helper
+
+
+def dim_bindings(model_dir):
+    """--dim name=value for each symbolic input dim, read off input_<i>.pb."""
+    model = onnx.load(str(model_dir / "model.onnx"), load_external_data=False)
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in initializers]
+    bindings = {}
+    for index, info in enumerate(inputs):
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString((model_dir / "test_data_set_0" / f"input_{index}.pb").read_bytes())
+        for dim, size in zip(info.type.tensor_type.shape.dim, tensor.dims):
+            if dim.dim_param and "+" not in dim.dim_param:
+                bindings[dim.dim_param] = size
+    return [f"{name}={size}" for name, size in sorted(bindings.items())]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--models", required=True, type=pathlib.Path)
+    parser.add_argument("--bin", required=True, type=pathlib.Path,
+                        help="directory of weft-translate and weft-eval")
+    args = parser.parse_args()
+    passed = failed = 0
+    models = sorted(p for p in args.models.iterdir() if (p / "model.onnx").exists())
+    with tempfile.TemporaryDirectory() as tmp:
+        for model_dir in models:
+            for variant, extra in (("imported", []), ("fused", ["--fuse"])):
+                mlir = pathlib.Path(tmp) / f"{model_dir.name}.{variant}.mlir"
+                cmd = [str(args.bin / "weft-translate"), "--import-onnx",
+                       str(model_dir / "model.onnx"), "-o", str(mlir)] + extra
+                for binding in dim_bindings(model_dir):
+                    cmd += ["--dim", binding]
+                translate = subprocess.run(cmd, capture_output=True, text=True)
+                ok = translate.returncode == 0
+                detail = translate.stderr.strip()
+                if ok:
+                    evaluate = subprocess.run(
+                        [str(args.bin / "weft-eval"), str(mlir), "--data-dir",
+                         str(model_dir / "test_data_set_0"), "--rtol", "1e-4",
+                         "--atol", "1e-5"], capture_output=True, text=True)
+                    ok = evaluate.returncode == 0
+                    detail = (evaluate.stdout + evaluate.stderr).strip().replace("\n", "; ")
+                print(f"{model_dir.name} ({variant}): {'PASS' if ok else 'FAIL'}: {detail}")
+                passed += ok
+                failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
