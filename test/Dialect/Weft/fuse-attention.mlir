@@ -8,6 +8,7 @@
 // SAME: @negated_mask result #0: {{.*}}: ok
 // SAME: @multiplicative_mask result #0: {{.*}}: ok
 // SAME: @softmax_wrong_axis result #0: {{.*}}: ok
+// SAME: @masked_head_view result #0: {{.*}}: ok
 
 // Scores scaled by a division, causal Where mask with a large negative fill.
 // CHECK-LABEL: func.func @causal_where
@@ -106,4 +107,25 @@ func.func @softmax_wrong_axis(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>,
   %p = weft.softmax %s {axis = 2} : tensor<1x2x4x4xf32>
   %o = weft.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// BART: 3-D [B*H, S, T] scores masked in a [B, H, S, T] view between two
+// reshapes; the operands are viewed as [B, H, S, D].
+// CHECK-LABEL: func.func @masked_head_view
+// CHECK-SAME: %[[PAD:[a-z0-9]+]]: tensor<2x1x1x5xi1>
+// CHECK: %[[NOT:.*]] = weft.not %[[PAD]]
+// CHECK: %[[Q:.*]] = weft.reshape %{{.*}} : tensor<6x4x8xf32> -> tensor<2x3x4x8xf32>
+// CHECK: %[[A:.*]] = weft.attention %[[Q]], %{{.*}}, %{{.*}}, %[[NOT]] <{scale = 1.000000e+00 : f64}> : {{.*}}, tensor<2x1x1x5xi1>
+// CHECK: weft.reshape %[[A]] : tensor<2x3x4x8xf32> -> tensor<6x4x8xf32>
+func.func @masked_head_view(%q: tensor<6x4x8xf32>, %kt: tensor<6x8x5xf32>, %v: tensor<6x5x8xf32>, %pad: tensor<2x1x1x5xi1>) -> tensor<6x4x8xf32> {
+  %fill = weft.constant dense<0xFF800000> : tensor<1xf32>
+  %s = weft.matmul %q, %kt : tensor<6x4x8xf32>, tensor<6x8x5xf32>
+  %s4 = weft.reshape %s : tensor<6x4x5xf32> -> tensor<2x3x4x5xf32>
+  %m = weft.where %pad, %fill, %s4 : tensor<2x1x1x5xi1>, tensor<1xf32>, tensor<2x3x4x5xf32>
+  %m3 = weft.reshape %m : tensor<2x3x4x5xf32> -> tensor<6x4x5xf32>
+  %p = weft.softmax %m3 {axis = 2} : tensor<6x4x5xf32>
+  %o = weft.matmul %p, %v : tensor<6x4x5xf32>, tensor<6x5x8xf32>
+  return %o : tensor<6x4x8xf32>
 }

@@ -47,8 +47,10 @@ def WeftFuseAttention : Pass<"weft-fuse-attention"> {
     operands: the scale as a multiply or divide of the scores, of `q`, or of
     both `q` and `k`; an additive mask, or a boolean mask applied with
     `where(mask, scores, fill)` with `fill <= -1e4` (negated when the operands
-    are swapped). A constant boolean mask equal to the causal pattern becomes
-    the `causal` flag. The multiplicative form `s * m - c * (1 - m)` is left
+    are swapped). The mask may also be applied to a `[B, H, S, T]` view of
+    3-D `[B*H, S, T]` scores between two reshapes (as BART exports). A
+    constant boolean mask equal to the causal pattern becomes the `causal`
+    flag. The multiplicative form `s * m - c * (1 - m)` is left
     alone: it equals a masked softmax only when `m` is 0/1, which is not
     known for a graph input.
   }];
