@@ -387,3 +387,95 @@ func.func @outputs_attr(%w: tensor<4xf32>) -> tensor<4xf32> attributes {weft.out
 func.func @unknown_attr() attributes {weft.bogus} {
   return
 }
+
+// -----
+
+func.func @range_rank() {
+  // expected-error @+1 {{'weft.range' op result must be 1-D}}
+  %0 = weft.range {start = 0 : i64, step = 1 : i64} : tensor<2x2xi64>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'weft.cast' op all non-scalar operands/results must have the same shape and base type}}
+  %0 = "weft.cast"(%x) : (tensor<2x3xf32>) -> tensor<3x2xi64>
+  return
+}
+
+// -----
+
+func.func @split_negative(%x: tensor<2x6xf32>) {
+  // expected-error @+1 {{'weft.split' sizes must be >= 0}}
+  %0:2 = weft.split %x <{axis = 1, sizes = array<i64: 8, -2>}> : tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_group(%x: tensor<1x4x8x8xf32>, %w: tensor<3x2x2x2xf32>) {
+  // expected-error @+1 {{'weft.conv' output channels 3 not divisible by group 2}}
+  %0 = weft.conv %x, %w <{strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 2}> : tensor<1x4x8x8xf32>, tensor<3x2x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @conv_stride(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x2x2xf32>) {
+  // expected-error @+1 {{'weft.conv' strides and dilations must be positive}}
+  %0 = weft.conv %x, %w <{strides = array<i64: 0, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}> : tensor<1x3x8x8xf32>, tensor<4x3x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x2x2xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'weft.conv' bias must have 4 elements}}
+  %0 = weft.conv %x, %w, %b <{strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}> : tensor<1x3x8x8xf32>, tensor<4x3x2x2xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @linear_scalar(%x: tensor<f32>, %w: tensor<1x4xf32>) {
+  // expected-error @+1 {{'weft.linear' input must have rank >= 1}}
+  %0 = weft.linear %x, %w : tensor<f32>, tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @unsqueeze_order(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'weft.unsqueeze' axis must be strictly increasing}}
+  %0 = weft.unsqueeze %x <{axes = array<i64: 1, 0>}> : tensor<2xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'weft.input' on argument #0 must be a string}}
+func.func @input_attr(%x: tensor<4xf32> {weft.input = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown weft argument attribute 'weft.weight'}}
+func.func @unknown_arg_attr(%x: tensor<4xf32> {weft.weight = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'weft.weights' must be a string attribute on a module}}
+func.func @weights_on_func() attributes {weft.weights = "model.onnx"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'weft.outputs' must be an array of strings on a function}}
+func.func @outputs_not_strings(%w: tensor<4xf32>) -> tensor<4xf32> attributes {weft.outputs = [1]} {
+  return %w : tensor<4xf32>
+}
