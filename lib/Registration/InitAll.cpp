@@ -3,26 +3,28 @@
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
 
+#include "weft/Conversion/Passes.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
+#include "weft/Target/CPU/CPUTarget.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Shard/IR/ShardDialect.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/Transforms/Passes.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 
+// Weft lowers through most of upstream MLIR (linalg, bufferization, the
+// LLVM conversions, shard), so its tools register all of it.
 void weft::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<weft::WeftDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
-                  mlir::shard::ShardDialect>();
+  registry.insert<weft::WeftDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
 }
 
 void weft::registerAllPasses() {
-  mlir::registerCanonicalizerPass();
-  mlir::registerCSEPass();
-  mlir::registerSymbolDCEPass();
+  mlir::registerAllPasses();
   weft::registerWeftPasses();
   weft::registerWeftPipelines();
+  weft::registerWeftConversionPasses();
+  weft::registerCPUPipelines();
 }

@@ -383,8 +383,8 @@ Importer::tensorType(const onnx::TensorProto &tensor, bool widenNarrowInts) {
   return RankedTensorType::get(shape, elementType);
 }
 
-FailureOr<std::string> Importer::readExternalData(const onnx::TensorProto &t,
-                                                  int64_t byteSize) {
+FailureOr<std::pair<std::string, int64_t>>
+Importer::resolveExternalData(const onnx::TensorProto &t, int64_t byteSize) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const onnx::StringStringEntryProto &entry : t.external_data()) {
@@ -431,10 +431,24 @@ FailureOr<std::string> Importer::readExternalData(const onnx::TensorProto &t,
                  << " bytes or the file size " << status.getSize();
     return failure();
   }
-  auto buffer = llvm::MemoryBuffer::getFileSlice(file, length, offset);
+  return std::pair(file.str().str(), offset);
+}
+
+FailureOr<std::string> Importer::readExternalData(const onnx::TensorProto &t,
+                                                  int64_t byteSize,
+                                                  int64_t start,
+                                                  int64_t length) {
+  FailureOr<std::pair<std::string, int64_t>> where =
+      resolveExternalData(t, byteSize);
+  if (failed(where))
+    return failure();
+  if (length < 0)
+    length = byteSize;
+  auto buffer = llvm::MemoryBuffer::getFileSlice(where->first, length,
+                                                 where->second + start);
   if (!buffer) {
-    modelError() << "initializer '" << t.name() << "': cannot read '" << file
-                 << "'";
+    modelError() << "initializer '" << t.name() << "': cannot read '"
+                 << where->first << "'";
     return failure();
   }
   return (*buffer)->getBuffer().str();
@@ -775,9 +789,69 @@ FailureOr<HostTensor> Importer::readTensorFile() {
   return *HostTensor::fromAttr(*attr, INT64_MAX);
 }
 
+LogicalResult Importer::writeInitializers(
+    ArrayRef<std::pair<std::string, uint64_t>> placement,
+    llvm::raw_pwrite_stream &out) {
+  if (failed(loadModel()))
+    return failure();
+  llvm::StringMap<const onnx::TensorProto *> byName;
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    byName[t.name()] = &t;
+  for (const auto &[name, offset] : placement) {
+    const onnx::TensorProto *t = byName.lookup(name);
+    if (!t) {
+      modelError() << "initializer '" << name << "' is not in the model";
+      return failure();
+    }
+    FailureOr<RankedTensorType> type = tensorType(*t);
+    if (failed(type))
+      return failure();
+    int64_t bytes = type->getNumElements() * elementByteSize(t->data_type());
+    if (t->data_location() == onnx::TensorProto::EXTERNAL) {
+      // Copy in chunks: a single weight may be gigabytes.
+      constexpr int64_t kChunk = int64_t(64) << 20;
+      for (int64_t done = 0; done < bytes; done += kChunk) {
+        int64_t length = std::min(kChunk, bytes - done);
+        FailureOr<std::string> data = readExternalData(*t, bytes, done, length);
+        if (failed(data))
+          return failure();
+        out.pwrite(data->data(), length, offset + done);
+      }
+      continue;
+    }
+    FailureOr<DenseElementsAttr> attr = readTensor(*t);
+    if (failed(attr))
+      return failure();
+    ArrayRef<char> raw = attr->getRawData();
+    if (attr->isSplat() && attr->getNumElements() > 1) {
+      // A splat attribute stores one element: write it out in full.
+      int64_t width = elementByteSize(t->data_type());
+      std::string full;
+      full.reserve(bytes);
+      for (int64_t i = 0; i < attr->getNumElements(); ++i)
+        full.append(raw.data(), width);
+      out.pwrite(full.data(), full.size(), offset);
+    } else if (static_cast<int64_t>(raw.size()) == bytes) {
+      out.pwrite(raw.data(), raw.size(), offset);
+    } else {
+      modelError() << "initializer '" << name << "' has " << raw.size()
+                   << " bytes in memory but " << bytes << " in the model";
+      return failure();
+    }
+  }
+  return success();
+}
+
 } // namespace weft::onnx_import
 
 using namespace weft::onnx_import;
+
+LogicalResult weft::writeONNXInitializers(
+    StringRef modelPath, ArrayRef<std::pair<std::string, uint64_t>> placement,
+    llvm::raw_pwrite_stream &out, MLIRContext *ctx) {
+  ONNXImportOptions options;
+  return Importer(ctx, modelPath, options).writeInitializers(placement, out);
+}
 
 FailureOr<HostTensor> weft::readONNXTensorFile(StringRef path,
                                                MLIRContext *ctx) {

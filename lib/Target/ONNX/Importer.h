@@ -89,6 +89,9 @@ public:
   OwningOpRef<ModuleOp> run();
   FailureOr<llvm::StringMap<HostTensor>> readInitializers();
   FailureOr<HostTensor> readTensorFile();
+  LogicalResult
+  writeInitializers(ArrayRef<std::pair<std::string, uint64_t>> placement,
+                    llvm::raw_pwrite_stream &out);
 
   // Node handlers (one per ONNX op type or family).
   LogicalResult importElementwiseBinary(const onnx::NodeProto &node);
@@ -138,8 +141,14 @@ private:
                                          bool widenNarrowInts = false);
   FailureOr<DenseElementsAttr> readTensor(const onnx::TensorProto &tensor,
                                           bool widenNarrowInts = false);
+  /// The checked file and offset of a tensor's external data.
+  FailureOr<std::pair<std::string, int64_t>>
+  resolveExternalData(const onnx::TensorProto &tensor, int64_t byteSize);
+  /// Reads `length` bytes (all by default) from `start` of the tensor's
+  /// external data.
   FailureOr<std::string> readExternalData(const onnx::TensorProto &tensor,
-                                          int64_t byteSize);
+                                          int64_t byteSize, int64_t start = 0,
+                                          int64_t length = -1);
   bool isMaskOnly(const std::string &name, int depth = 0);
 
   // Diagnostics.

@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
 #include <string>
 #include <vector>
 
@@ -36,6 +37,14 @@ llvm::FailureOr<HostTensor> readONNXTensorFile(llvm::StringRef path,
 /// keyed by name: the values of the `weft.param` arguments.
 llvm::FailureOr<llvm::StringMap<HostTensor>>
 readONNXInitializers(llvm::StringRef modelPath, mlir::MLIRContext *context);
+
+/// Copies the bytes of the named initializers of an ONNX model into `out`
+/// at the given offsets (little-endian, the model's element types), reading
+/// external data in chunks so that large models never sit in memory.
+mlir::LogicalResult
+writeONNXInitializers(llvm::StringRef modelPath,
+                      llvm::ArrayRef<std::pair<std::string, uint64_t>> placement,
+                      llvm::raw_pwrite_stream &out, mlir::MLIRContext *context);
 
 /// The default-domain ONNX op types the importer supports, sorted.
 std::vector<std::string> supportedONNXOps();

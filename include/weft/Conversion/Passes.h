@@ -1,0 +1,22 @@
+//===- Passes.h - Weft conversion passes ------------------------*- C++ -*-===//
+
+#ifndef WEFT_CONVERSION_PASSES_H
+#define WEFT_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace weft {
+
+#define GEN_PASS_DECL
+#include "weft/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "weft/Conversion/Passes.h.inc"
+
+} // namespace weft
+
+#endif // WEFT_CONVERSION_PASSES_H

@@ -1,0 +1,1168 @@
+//===- WeftToLinalg.cpp - Lower weft ops to linalg on tensors -------------===//
+//
+// Each weft op becomes destination-passing linalg on tensors. Broadcasting
+// is expressed in indexing maps (a broadcast dim reads index 0), so no
+// operand is ever materialized at the broadcast shape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Conversion/Passes.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include <cmath>
+
+namespace weft {
+#define GEN_PASS_DEF_CONVERTWEFTTOLINALG
+#include "weft/Conversion/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+using ScalarFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+RankedTensorType typeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+SmallVector<utils::IteratorType> iterators(int64_t parallel,
+                                           int64_t reduction = 0) {
+  SmallVector<utils::IteratorType> its(parallel, utils::IteratorType::parallel);
+  its.append(reduction, utils::IteratorType::reduction);
+  return its;
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type) {
+  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto floatType = llvm::dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, value));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+Value filled(OpBuilder &b, Location loc, RankedTensorType type, double value) {
+  Value init = emptyTensor(b, loc, type);
+  Value scalar = scalarConstant(b, loc, type.getElementType(), value);
+  return linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{init})
+      .getResult(0);
+}
+
+/// The map reading `operand` (aligned to the trailing dims) inside a loop
+/// nest over `resultShape`; broadcast dims read index 0.
+AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
+                       ArrayRef<int64_t> resultShape) {
+  int64_t offset = resultShape.size() - operandShape.size();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, size] : llvm::enumerate(operandShape)) {
+    bool broadcast = size == 1 && resultShape[offset + i] != 1;
+    exprs.push_back(broadcast ? getAffineConstantExpr(0, ctx)
+                              : getAffineDimExpr(offset + i, ctx));
+  }
+  return AffineMap::get(resultShape.size(), 0, exprs, ctx);
+}
+
+/// An elementwise generic over `resultType` applying `fn` to the scalars of
+/// `operands`, broadcast by numpy rules.
+Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                  ValueRange operands, ScalarFn fn) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  for (Value operand : operands)
+    maps.push_back(
+        broadcastMap(ctx, typeOf(operand).getShape(), resultType.getShape()));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{resultType}, operands,
+             ValueRange{emptyTensor(b, loc, resultType)}, maps,
+             iterators(resultType.getRank()),
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(nb, nloc,
+                                       fn(nb, nloc, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+/// Converts a scalar between element types with weft.cast semantics.
+Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  auto fromFloat = llvm::dyn_cast<FloatType>(from);
+  auto toFloat = llvm::dyn_cast<FloatType>(to);
+  if (to.isInteger(1)) {
+    if (fromFloat)
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                   scalarConstant(b, loc, from, 0));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                 scalarConstant(b, loc, from, 0));
+  }
+  if (fromFloat && toFloat)
+    return fromFloat.getWidth() < toFloat.getWidth()
+               ? Value(arith::ExtFOp::create(b, loc, to, v))
+               : Value(arith::TruncFOp::create(b, loc, to, v));
+  if (fromFloat)
+    return arith::FPToSIOp::create(b, loc, to, v);
+  if (toFloat)
+    return from.isInteger(1) ? Value(arith::UIToFPOp::create(b, loc, to, v))
+                             : Value(arith::SIToFPOp::create(b, loc, to, v));
+  unsigned fromWidth = from.getIntOrFloatBitWidth();
+  unsigned toWidth = to.getIntOrFloatBitWidth();
+  if (fromWidth < toWidth)
+    return from.isInteger(1) ? Value(arith::ExtUIOp::create(b, loc, to, v))
+                             : Value(arith::ExtSIOp::create(b, loc, to, v));
+  return arith::TruncIOp::create(b, loc, to, v);
+}
+
+/// Reshapes a static tensor to `type` through a 1-D collapse and expand.
+Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
+  RankedTensorType from = typeOf(v);
+  if (from == type)
+    return v;
+  int64_t count = from.getNumElements();
+  auto flat = RankedTensorType::get({count}, from.getElementType());
+  Value flatValue = v;
+  if (from.getRank() == 0) {
+    flatValue = tensor::ExpandShapeOp::create(b, loc, flat, v,
+                                              ArrayRef<ReassociationIndices>{});
+  } else if (from.getRank() > 1) {
+    ReassociationIndices all(llvm::seq<int64_t>(0, from.getRank()).begin(),
+                             llvm::seq<int64_t>(0, from.getRank()).end());
+    flatValue = tensor::CollapseShapeOp::create(b, loc, flat, v,
+                                                ArrayRef<ReassociationIndices>{all});
+  }
+  if (type.getRank() == 1)
+    return flatValue;
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, flatValue,
+                                           ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all(llvm::seq<int64_t>(0, type.getRank()).begin(),
+                           llvm::seq<int64_t>(0, type.getRank()).end());
+  return tensor::ExpandShapeOp::create(b, loc, type, flatValue,
+                                       ArrayRef<ReassociationIndices>{all});
+}
+
+/// Reduces `input` over `axes` (no kept dims) with `combine`, starting from
+/// `init`. `extra` inputs are read with the input's own indexing (they must
+/// have the input's shape or broadcast to it along reduced dims as given by
+/// their maps).
+Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+             double init,
+             function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  RankedTensorType type = typeOf(input);
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = type.getRank();
+  // Loop order: kept dims first (parallel), then reduced dims.
+  SmallVector<int64_t> kept, order;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(axes, d))
+      kept.push_back(d);
+  SmallVector<int64_t> keptShape;
+  for (int64_t d : kept)
+    keptShape.push_back(type.getDimSize(d));
+  order = kept;
+  order.append(axes.begin(), axes.end());
+  SmallVector<AffineExpr> inputExprs(rank);
+  for (auto [loop, d] : llvm::enumerate(order))
+    inputExprs[d] = getAffineDimExpr(loop, ctx);
+  SmallVector<AffineExpr> outputExprs;
+  for (size_t i = 0; i < kept.size(); ++i)
+    outputExprs.push_back(getAffineDimExpr(i, ctx));
+  auto resultType = RankedTensorType::get(keptShape, type.getElementType());
+  SmallVector<AffineMap> maps{AffineMap::get(rank, 0, inputExprs, ctx),
+                              AffineMap::get(rank, 0, outputExprs, ctx)};
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{resultType}, ValueRange{input},
+             ValueRange{filled(b, loc, resultType, init)}, maps,
+             iterators(kept.size(), axes.size()),
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(nb, nloc,
+                                       combine(nb, nloc, args[1], args[0]));
+             })
+      .getResult(0);
+}
+
+Value addScalars(OpBuilder &b, Location loc, Value a, Value c) {
+  if (llvm::isa<FloatType>(a.getType()))
+    return arith::AddFOp::create(b, loc, a, c);
+  return arith::AddIOp::create(b, loc, a, c);
+}
+
+Value mulScalars(OpBuilder &b, Location loc, Value a, Value c) {
+  if (llvm::isa<FloatType>(a.getType()))
+    return arith::MulFOp::create(b, loc, a, c);
+  return arith::MulIOp::create(b, loc, a, c);
+}
+
+/// exp/log/tanh/erf/... in at least f32: LLVM has no f16 libm.
+Value mathInF32(OpBuilder &b, Location loc, Value x,
+                function_ref<Value(OpBuilder &, Location, Value)> fn) {
+  Type type = x.getType();
+  if (type.getIntOrFloatBitWidth() >= 32)
+    return fn(b, loc, x);
+  Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+  return arith::TruncFOp::create(b, loc, type, fn(b, loc, wide));
+}
+
+Value geluScalar(OpBuilder &b, Location loc, Value x, bool tanhForm) {
+  return mathInF32(b, loc, x, [&](OpBuilder &b, Location loc, Value x) {
+    Type t = x.getType();
+    auto c = [&](double v) { return scalarConstant(b, loc, t, v); };
+    Value inner;
+    if (tanhForm) {
+      Value x3 = arith::MulFOp::create(
+          b, loc, x, arith::MulFOp::create(b, loc, x, x));
+      Value poly = arith::AddFOp::create(
+          b, loc, x, arith::MulFOp::create(b, loc, c(0.044715), x3));
+      inner = math::TanhOp::create(
+          b, loc, arith::MulFOp::create(b, loc, c(0.7978845608028654), poly));
+    } else {
+      inner = math::ErfOp::create(b, loc,
+                                  arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
+    }
+    Value onePlus = arith::AddFOp::create(b, loc, c(1.0), inner);
+    return arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, c(0.5), x), onePlus);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+/// Lowers an op by a function of (op, operands, rewriter) returning the
+/// replacement values.
+template <typename OpTy>
+struct Lowering : public OpConversionPattern<OpTy> {
+  using Fn = FailureOr<SmallVector<Value>> (*)(OpTy, ValueRange,
+                                               ConversionPatternRewriter &);
+  Lowering(MLIRContext *ctx, Fn fn) : OpConversionPattern<OpTy>(ctx), fn(fn) {}
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> values =
+        fn(op, adaptor.getOperands(), rewriter);
+    if (failed(values))
+      return failure();
+    rewriter.replaceOp(op, *values);
+    return success();
+  }
+  Fn fn;
+};
+
+using Values = FailureOr<SmallVector<Value>>;
+
+Values one(Value v) { return SmallVector<Value>{v}; }
+
+/// Elementwise op whose scalar form is `fn`.
+template <typename OpTy>
+Values lowerElementwise(OpTy op, ValueRange operands, OpBuilder &b,
+                        ScalarFn fn) {
+  return one(elementwise(b, op.getLoc(),
+                         llvm::cast<RankedTensorType>(op.getType()), operands,
+                         fn));
+}
+
+#define WEFT_FLOAT_UNARY(OP, BODY)                                             \
+  Values lower##OP(OP op, ValueRange operands,                                 \
+                   ConversionPatternRewriter &b) {                             \
+    return lowerElementwise(                                                   \
+        op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) {        \
+          return mathInF32(b, loc, s[0],                                       \
+                           [](OpBuilder &b, Location loc, Value x) -> Value {  \
+                             Type t = x.getType();                             \
+                             (void)t;                                          \
+                             return BODY;                                      \
+                           });                                                 \
+        });                                                                    \
+  }
+WEFT_FLOAT_UNARY(SqrtOp, math::SqrtOp::create(b, loc, x))
+WEFT_FLOAT_UNARY(RsqrtOp, math::RsqrtOp::create(b, loc, x))
+WEFT_FLOAT_UNARY(ExpOp, math::ExpOp::create(b, loc, x))
+WEFT_FLOAT_UNARY(LogOp, math::LogOp::create(b, loc, x))
+WEFT_FLOAT_UNARY(TanhOp, math::TanhOp::create(b, loc, x))
+WEFT_FLOAT_UNARY(ErfOp, math::ErfOp::create(b, loc, x))
+WEFT_FLOAT_UNARY(SinOp, math::SinOp::create(b, loc, x))
+WEFT_FLOAT_UNARY(CosOp, math::CosOp::create(b, loc, x))
+WEFT_FLOAT_UNARY(ReciprocalOp,
+                 arith::DivFOp::create(b, loc, scalarConstant(b, loc, t, 1), x))
+WEFT_FLOAT_UNARY(SigmoidOp,
+                 arith::DivFOp::create(
+                     b, loc, scalarConstant(b, loc, t, 1),
+                     arith::AddFOp::create(
+                         b, loc, scalarConstant(b, loc, t, 1),
+                         math::ExpOp::create(
+                             b, loc, arith::NegFOp::create(b, loc, x)))))
+WEFT_FLOAT_UNARY(SiluOp,
+                 arith::DivFOp::create(
+                     b, loc, x,
+                     arith::AddFOp::create(
+                         b, loc, scalarConstant(b, loc, t, 1),
+                         math::ExpOp::create(
+                             b, loc, arith::NegFOp::create(b, loc, x)))))
+#undef WEFT_FLOAT_UNARY
+
+Values lowerGelu(GeluOp op, ValueRange operands, ConversionPatternRewriter &b) {
+  bool tanhForm = op.getApproximate() == "tanh";
+  return lowerElementwise(op, operands, b,
+                          [&](OpBuilder &b, Location loc, ValueRange s) {
+                            return geluScalar(b, loc, s[0], tanhForm);
+                          });
+}
+
+Values lowerNeg(NegOp op, ValueRange operands, ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+                            if (llvm::isa<FloatType>(s[0].getType()))
+                              return arith::NegFOp::create(b, loc, s[0]);
+                            return arith::SubIOp::create(
+                                b, loc, scalarConstant(b, loc, s[0].getType(), 0),
+                                s[0]);
+                          });
+}
+
+Values lowerAbs(AbsOp op, ValueRange operands, ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+                            if (llvm::isa<FloatType>(s[0].getType()))
+                              return math::AbsFOp::create(b, loc, s[0]);
+                            return math::AbsIOp::create(b, loc, s[0]);
+                          });
+}
+
+Values lowerRelu(ReluOp op, ValueRange operands, ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+                            Value zero = scalarConstant(b, loc, s[0].getType(), 0);
+                            if (llvm::isa<FloatType>(s[0].getType()))
+                              return arith::MaximumFOp::create(b, loc, s[0], zero);
+                            return arith::MaxSIOp::create(b, loc, s[0], zero);
+                          });
+}
+
+Values lowerNot(NotOp op, ValueRange operands, ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+                            return arith::XOrIOp::create(
+                                b, loc, s[0], scalarConstant(b, loc, s[0].getType(), 1));
+                          });
+}
+
+Values lowerCast(CastOp op, ValueRange operands, ConversionPatternRewriter &b) {
+  Type to = op.getType().getElementType();
+  return lowerElementwise(op, operands, b,
+                          [to](OpBuilder &b, Location loc, ValueRange s) {
+                            return castScalar(b, loc, s[0], to);
+                          });
+}
+
+/// Binary arithmetic: one builder for floats, one for integers.
+template <typename OpTy, typename FloatOp, typename IntOp>
+Values lowerArith(OpTy op, ValueRange operands, ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+                            if (llvm::isa<FloatType>(s[0].getType()))
+                              return FloatOp::create(b, loc, s[0], s[1]);
+                            return IntOp::create(b, loc, s[0], s[1]);
+                          });
+}
+
+Values lowerPow(PowOp op, ValueRange operands, ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &b, Location loc, ValueRange s) {
+                            return mathInF32(
+                                b, loc, s[0], [&](OpBuilder &b, Location loc, Value x) {
+                                  Value y = castScalar(b, loc, s[1], x.getType());
+                                  return Value(math::PowFOp::create(b, loc, x, y));
+                                });
+                          });
+}
+
+template <typename OpTy, typename LogicOp>
+Values lowerLogic(OpTy op, ValueRange operands, ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+                            return LogicOp::create(b, loc, s[0], s[1]);
+                          });
+}
+
+template <typename OpTy, arith::CmpFPredicate FP, arith::CmpIPredicate IP>
+Values lowerCompare(OpTy op, ValueRange operands, ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+                            if (llvm::isa<FloatType>(s[0].getType()))
+                              return arith::CmpFOp::create(b, loc, FP, s[0], s[1]);
+                            return arith::CmpIOp::create(b, loc, IP, s[0], s[1]);
+                          });
+}
+
+Values lowerWhere(WhereOp op, ValueRange operands,
+                  ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+                            return arith::SelectOp::create(b, loc, s[0], s[1], s[2]);
+                          });
+}
+
+Values lowerExpand(ExpandOp op, ValueRange operands,
+                   ConversionPatternRewriter &b) {
+  return lowerElementwise(op, operands, b,
+                          [](OpBuilder &, Location, ValueRange s) { return s[0]; });
+}
+
+Values lowerConstant(ConstantOp op, ValueRange, ConversionPatternRewriter &b) {
+  return one(arith::ConstantOp::create(b, op.getLoc(),
+                                       llvm::cast<TypedAttr>(op.getValue())));
+}
+
+Values lowerRange(RangeOp op, ValueRange, ConversionPatternRewriter &b) {
+  RankedTensorType type = op.getType();
+  Location loc = op.getLoc();
+  Type element = type.getElementType();
+  auto scalar = [](Attribute a) {
+    if (auto f = llvm::dyn_cast<FloatAttr>(a))
+      return f.getValueAsDouble();
+    return static_cast<double>(llvm::cast<IntegerAttr>(a).getInt());
+  };
+  double start = scalar(op.getStart()), step = scalar(op.getStep());
+  return one(linalg::GenericOp::create(
+                 b, loc, TypeRange{type}, ValueRange{},
+                 ValueRange{emptyTensor(b, loc, type)},
+                 {AffineMap::getMultiDimIdentityMap(1, b.getContext())},
+                 iterators(1),
+                 [&](OpBuilder &nb, Location nloc, ValueRange) {
+                   Value i = linalg::IndexOp::create(nb, nloc, 0);
+                   Value asInt = arith::IndexCastOp::create(nb, nloc, nb.getI64Type(), i);
+                   Value v = castScalar(nb, nloc, asInt, element);
+                   v = addScalars(nb, nloc,
+                                  mulScalars(nb, nloc, v,
+                                             scalarConstant(nb, nloc, element, step)),
+                                  scalarConstant(nb, nloc, element, start));
+                   linalg::YieldOp::create(nb, nloc, v);
+                 })
+                 .getResult(0));
+}
+
+Values lowerTrilu(TriluOp op, ValueRange operands,
+                  ConversionPatternRewriter &b) {
+  RankedTensorType type = op.getType();
+  int64_t rank = type.getRank();
+  int64_t diagonal = op.getDiagonal();
+  bool upper = op.getUpper();
+  return lowerElementwise(
+      op, operands, b, [&](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        Value row = linalg::IndexOp::create(b, loc, rank - 2);
+        Value col = linalg::IndexOp::create(b, loc, rank - 1);
+        // keep = col - row >= k (upper) or col - row <= k (lower)
+        Value diff = arith::SubIOp::create(b, loc, col, row);
+        Value k = arith::ConstantIndexOp::create(b, loc, diagonal);
+        Value keep = arith::CmpIOp::create(
+            b, loc, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
+            diff, k);
+        return arith::SelectOp::create(
+            b, loc, keep, s[0], scalarConstant(b, loc, s[0].getType(), 0));
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+Values lowerReduce(OpTy op, ValueRange operands, ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  Type element = op.getType().getElementType();
+  bool isFloat = llvm::isa<FloatType>(element);
+  ArrayRef<int64_t> axes = op.getAxes();
+  double init = 0;
+  function_ref<Value(OpBuilder &, Location, Value, Value)> combine = addScalars;
+  auto maxFn = [](OpBuilder &b, Location loc, Value a, Value c) -> Value {
+    if (llvm::isa<FloatType>(a.getType()))
+      return arith::MaximumFOp::create(b, loc, a, c);
+    return arith::MaxSIOp::create(b, loc, a, c);
+  };
+  auto minFn = [](OpBuilder &b, Location loc, Value a, Value c) -> Value {
+    if (llvm::isa<FloatType>(a.getType()))
+      return arith::MinimumFOp::create(b, loc, a, c);
+    return arith::MinSIOp::create(b, loc, a, c);
+  };
+  if constexpr (std::is_same_v<OpTy, ReduceMaxOp>) {
+    init = isFloat ? -INFINITY : static_cast<double>(INT64_MIN);
+    combine = maxFn;
+  } else if constexpr (std::is_same_v<OpTy, ReduceMinOp>) {
+    init = isFloat ? INFINITY : static_cast<double>(INT64_MAX);
+    combine = minFn;
+  } else if constexpr (std::is_same_v<OpTy, ReduceProdOp>) {
+    init = 1;
+    combine = mulScalars;
+  }
+  if (!isFloat && element.getIntOrFloatBitWidth() == 32 &&
+      (std::is_same_v<OpTy, ReduceMaxOp> || std::is_same_v<OpTy, ReduceMinOp>))
+    init = std::is_same_v<OpTy, ReduceMaxOp> ? INT32_MIN : INT32_MAX;
+  Value reduced = reduce(b, loc, operands[0], axes, init, combine);
+  if constexpr (std::is_same_v<OpTy, ReduceMeanOp>) {
+    int64_t count = 1;
+    for (int64_t a : axes)
+      count *= typeOf(operands[0]).getDimSize(a);
+    reduced = elementwise(b, loc, typeOf(reduced), ValueRange{reduced},
+                          [count](OpBuilder &b, Location loc, ValueRange s) {
+                            return Value(arith::DivFOp::create(
+                                b, loc, s[0],
+                                scalarConstant(b, loc, s[0].getType(), count)));
+                          });
+  }
+  return one(reshapeTo(b, loc, reduced, op.getType()));
+}
+
+/// The map of a tensor holding one value per row (dims before `axis`) in a
+/// loop nest over the full rank.
+AffineMap rowMap(MLIRContext *ctx, int64_t rank, int64_t axis) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < axis; ++d)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+/// The map of a parameter over the normalized dims (axis..rank-1).
+AffineMap featureMap(MLIRContext *ctx, int64_t rank, int64_t axis) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = axis; d < rank; ++d)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+/// A generic over the full shape of `x` with per-row and per-feature inputs.
+Value rowwise(OpBuilder &b, Location loc, RankedTensorType type,
+              ArrayRef<Value> inputs, ArrayRef<AffineMap> maps, ScalarFn fn) {
+  SmallVector<AffineMap> allMaps(maps);
+  allMaps.push_back(
+      AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext()));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, inputs,
+             ValueRange{emptyTensor(b, loc, type)}, allMaps,
+             iterators(type.getRank()),
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+/// Layer norm (centered) or RMS norm over dims axis..rank-1.
+Value normalize(OpBuilder &b, Location loc, Value x, Value scale, Value bias,
+                int64_t axis, double epsilon, bool centered) {
+  RankedTensorType type = typeOf(x);
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> trailing(llvm::seq<int64_t>(axis, rank).begin(),
+                                llvm::seq<int64_t>(axis, rank).end());
+  int64_t count = 1;
+  for (int64_t d : trailing)
+    count *= type.getDimSize(d);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap row = rowMap(ctx, rank, axis);
+  Type element = type.getElementType();
+  Value mean;
+  if (centered) {
+    Value sum = reduce(b, loc, x, trailing, 0, addScalars);
+    mean = elementwise(b, loc, typeOf(sum), ValueRange{sum},
+                       [count](OpBuilder &b, Location loc, ValueRange s) {
+                         return Value(arith::DivFOp::create(
+                             b, loc, s[0],
+                             scalarConstant(b, loc, s[0].getType(), count)));
+                       });
+  }
+  // Sum of squared deviations per row.
+  Value deviation =
+      centered ? rowwise(b, loc, type, {x, mean}, {identity, row},
+                         [](OpBuilder &b, Location loc, ValueRange s) {
+                           Value d = arith::SubFOp::create(b, loc, s[0], s[1]);
+                           return Value(arith::MulFOp::create(b, loc, d, d));
+                         })
+               : elementwise(b, loc, type, ValueRange{x},
+                             [](OpBuilder &b, Location loc, ValueRange s) {
+                               return Value(
+                                   arith::MulFOp::create(b, loc, s[0], s[0]));
+                             });
+  Value squares = reduce(b, loc, deviation, trailing, 0, addScalars);
+  SmallVector<Value> inputs{x, squares, scale};
+  SmallVector<AffineMap> maps{identity, row, featureMap(ctx, rank, axis)};
+  if (mean) {
+    inputs.push_back(mean);
+    maps.push_back(row);
+  }
+  if (bias) {
+    inputs.push_back(bias);
+    maps.push_back(featureMap(ctx, rank, axis));
+  }
+  bool hasBias = bias != nullptr;
+  return rowwise(
+      b, loc, type, inputs, maps,
+      [&](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        Value variance = arith::DivFOp::create(
+            b, loc, s[1], scalarConstant(b, loc, element, count));
+        Value inv = math::RsqrtOp::create(
+            b, loc,
+            arith::AddFOp::create(b, loc, variance,
+                                  scalarConstant(b, loc, element, epsilon)));
+        Value centeredValue =
+            centered ? Value(arith::SubFOp::create(b, loc, s[0], s[3])) : s[0];
+        Value y = arith::MulFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, centeredValue, inv), s[2]);
+        if (hasBias)
+          y = arith::AddFOp::create(b, loc, y, s.back());
+        return y;
+      });
+}
+
+Values lowerLayerNorm(LayerNormOp op, ValueRange operands,
+                      ConversionPatternRewriter &b) {
+  return one(normalize(b, op.getLoc(), operands[0], operands[1],
+                       operands.size() > 2 ? operands[2] : nullptr,
+                       static_cast<int64_t>(op.getAxis()),
+                       op.getEpsilon().convertToDouble(), true));
+}
+
+Values lowerRmsNorm(RmsNormOp op, ValueRange operands,
+                    ConversionPatternRewriter &b) {
+  return one(normalize(b, op.getLoc(), operands[0], operands[1], nullptr,
+                       static_cast<int64_t>(op.getAxis()),
+                       op.getEpsilon().convertToDouble(), false));
+}
+
+/// softmax or log_softmax of `x` along `axis`.
+Value softmax(OpBuilder &b, Location loc, Value x, int64_t axis,
+              bool logarithm) {
+  RankedTensorType type = typeOf(x);
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = type.getRank();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  SmallVector<AffineExpr> rowExprs;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      rowExprs.push_back(getAffineDimExpr(d, ctx));
+  AffineMap row = AffineMap::get(rank, 0, rowExprs, ctx);
+  Value max = reduce(b, loc, x, {axis}, -INFINITY,
+                     [](OpBuilder &b, Location loc, Value a, Value c) {
+                       return Value(arith::MaximumFOp::create(b, loc, a, c));
+                     });
+  Value exps = rowwise(b, loc, type, {x, max}, {identity, row},
+                       [](OpBuilder &b, Location loc, ValueRange s) {
+                         return mathInF32(
+                             b, loc, arith::SubFOp::create(b, loc, s[0], s[1]),
+                             [](OpBuilder &b, Location loc, Value v) {
+                               return Value(math::ExpOp::create(b, loc, v));
+                             });
+                       });
+  Value sum = reduce(b, loc, exps, {axis}, 0, addScalars);
+  if (!logarithm)
+    return rowwise(b, loc, type, {exps, sum}, {identity, row},
+                   [](OpBuilder &b, Location loc, ValueRange s) {
+                     return Value(arith::DivFOp::create(b, loc, s[0], s[1]));
+                   });
+  return rowwise(b, loc, type, {x, max, sum}, {identity, row, row},
+                 [](OpBuilder &b, Location loc, ValueRange s) {
+                   Value logSum = mathInF32(b, loc, s[2],
+                                            [](OpBuilder &b, Location loc, Value v) {
+                                              return Value(math::LogOp::create(b, loc, v));
+                                            });
+                   return Value(arith::SubFOp::create(
+                       b, loc, arith::SubFOp::create(b, loc, s[0], s[1]), logSum));
+                 });
+}
+
+Values lowerSoftmax(SoftmaxOp op, ValueRange operands,
+                    ConversionPatternRewriter &b) {
+  return one(softmax(b, op.getLoc(), operands[0],
+                     static_cast<int64_t>(op.getAxis()), false));
+}
+
+Values lowerLogSoftmax(LogSoftmaxOp op, ValueRange operands,
+                       ConversionPatternRewriter &b) {
+  return one(softmax(b, op.getLoc(), operands[0],
+                     static_cast<int64_t>(op.getAxis()), true));
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+/// out[batch, m, n] (+)= sum_k lhs[batch, m, k] * rhs[batch, k, n] with
+/// numpy batch broadcasting; lhs/rhs are at least 2-D here.
+Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
+               RankedTensorType resultType) {
+  MLIRContext *ctx = b.getContext();
+  int64_t batchRank = resultType.getRank() - 2;
+  int64_t loops = batchRank + 3; // batch..., m, n, k
+  AffineExpr m = getAffineDimExpr(batchRank, ctx);
+  AffineExpr n = getAffineDimExpr(batchRank + 1, ctx);
+  AffineExpr k = getAffineDimExpr(batchRank + 2, ctx);
+  auto operandMap = [&](RankedTensorType type, AffineExpr row, AffineExpr col) {
+    SmallVector<AffineExpr> exprs;
+    int64_t offset = batchRank - (type.getRank() - 2);
+    for (int64_t d = 0; d < type.getRank() - 2; ++d) {
+      bool broadcast = type.getDimSize(d) == 1 &&
+                       resultType.getDimSize(offset + d) != 1;
+      exprs.push_back(broadcast ? getAffineConstantExpr(0, ctx)
+                                : getAffineDimExpr(offset + d, ctx));
+    }
+    exprs.push_back(row);
+    exprs.push_back(col);
+    return AffineMap::get(loops, 0, exprs, ctx);
+  };
+  SmallVector<AffineExpr> outExprs;
+  for (int64_t d = 0; d < batchRank; ++d)
+    outExprs.push_back(getAffineDimExpr(d, ctx));
+  outExprs.push_back(m);
+  outExprs.push_back(n);
+  SmallVector<AffineMap> maps{operandMap(typeOf(lhs), m, k),
+                              operandMap(typeOf(rhs), k, n),
+                              AffineMap::get(loops, 0, outExprs, ctx)};
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{resultType}, ValueRange{lhs, rhs},
+             ValueRange{init}, maps, iterators(batchRank + 2, 1),
+             [](OpBuilder &nb, Location nloc, ValueRange s) {
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   addScalars(nb, nloc, s[2], mulScalars(nb, nloc, s[0], s[1])));
+             })
+      .getResult(0);
+}
+
+Values lowerMatmul(MatmulOp op, ValueRange operands,
+                   ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  Value lhs = operands[0], rhs = operands[1];
+  RankedTensorType lt = typeOf(lhs), rt = typeOf(rhs);
+  Type element = lt.getElementType();
+  // numpy promotion of 1-D operands, undone on the result.
+  if (lt.getRank() == 1)
+    lhs = reshapeTo(b, loc, lhs, RankedTensorType::get({1, lt.getDimSize(0)}, element));
+  if (rt.getRank() == 1)
+    rhs = reshapeTo(b, loc, rhs, RankedTensorType::get({rt.getDimSize(0), 1}, element));
+  ArrayRef<int64_t> l = typeOf(lhs).getShape(), r = typeOf(rhs).getShape();
+  SmallVector<int64_t> shape =
+      *broadcastShapes(l.drop_back(2), r.drop_back(2));
+  shape.push_back(l[l.size() - 2]);
+  shape.push_back(r.back());
+  auto resultType = RankedTensorType::get(shape, element);
+  Value product = contract(b, loc, lhs, rhs, filled(b, loc, resultType, 0),
+                           resultType);
+  return one(reshapeTo(b, loc, product, op.getType()));
+}
+
+Values lowerLinear(LinearOp op, ValueRange operands,
+                   ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value x = operands[0], w = operands[1];
+  Value bias = operands.size() > 2 ? operands[2] : nullptr;
+  RankedTensorType xt = typeOf(x);
+  Type element = xt.getElementType();
+  int64_t k = xt.getShape().back();
+  int64_t rows = xt.getNumElements() / std::max<int64_t>(k, 1);
+  int64_t n = op.getType().getShape().back();
+  Value flat = reshapeTo(b, loc, x, RankedTensorType::get({rows, k}, element));
+  auto resultType = RankedTensorType::get({rows, n}, element);
+  // Start from the broadcast bias, or zeros.
+  Value init = filled(b, loc, resultType, 0);
+  if (bias)
+    init = elementwise(b, loc, resultType, ValueRange{bias},
+                       [](OpBuilder &, Location, ValueRange s) { return s[0]; });
+  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
+             p = getAffineDimExpr(2, ctx);
+  SmallVector<AffineMap> maps{
+      AffineMap::get(3, 0, {i, p}, ctx),
+      AffineMap::get(3, 0, op.getTransposeWeight() ? ArrayRef<AffineExpr>{j, p}
+                                                   : ArrayRef<AffineExpr>{p, j},
+                     ctx),
+      AffineMap::get(3, 0, {i, j}, ctx)};
+  Value product =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{resultType}, ValueRange{flat, w}, ValueRange{init},
+          maps, iterators(2, 1),
+          [](OpBuilder &nb, Location nloc, ValueRange s) {
+            linalg::YieldOp::create(
+                nb, nloc, addScalars(nb, nloc, s[2], mulScalars(nb, nloc, s[0], s[1])));
+          })
+          .getResult(0);
+  return one(reshapeTo(b, loc, product, op.getType()));
+}
+
+Values lowerConv(ConvOp op, ValueRange operands, ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  if (op.getGroup() != 1) {
+    op.emitError("grouped convolution is not supported by the CPU backend yet");
+    return failure();
+  }
+  Value x = operands[0], w = operands[1];
+  Value bias = operands.size() > 2 ? operands[2] : nullptr;
+  RankedTensorType xt = typeOf(x), wt = typeOf(w);
+  RankedTensorType resultType = op.getType();
+  int64_t spatial = xt.getRank() - 2;
+  Type element = xt.getElementType();
+  ArrayRef<int64_t> pads = op.getPads();
+  // Zero padding: insert the input into a zero tensor of the padded shape.
+  if (llvm::any_of(pads, [](int64_t p) { return p != 0; })) {
+    SmallVector<int64_t> padded(xt.getShape());
+    SmallVector<int64_t> offsets(xt.getRank(), 0), strides(xt.getRank(), 1);
+    for (int64_t d = 0; d < spatial; ++d) {
+      padded[2 + d] += pads[d] + pads[spatial + d];
+      offsets[2 + d] = pads[d];
+    }
+    Value zeros = filled(b, loc, RankedTensorType::get(padded, element), 0);
+    x = tensor::InsertSliceOp::create(b, loc, x, zeros, ValueRange{}, ValueRange{},
+                                      ValueRange{}, offsets, xt.getShape(),
+                                      strides);
+  }
+  // Loops: n, m, o_1..o_s, c, k_1..k_s.
+  int64_t loops = 2 + 2 * spatial + 1;
+  auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> inExprs{dim(0), dim(2 + spatial)};
+  SmallVector<AffineExpr> wExprs{dim(1), dim(2 + spatial)};
+  SmallVector<AffineExpr> outExprs{dim(0), dim(1)};
+  for (int64_t d = 0; d < spatial; ++d) {
+    AffineExpr o = dim(2 + d), kk = dim(3 + spatial + d);
+    inExprs.push_back(o * op.getStrides()[d] + kk * op.getDilations()[d]);
+    wExprs.push_back(kk);
+    outExprs.push_back(o);
+  }
+  Value init = filled(b, loc, resultType, 0);
+  if (bias) {
+    SmallVector<AffineExpr> biasExpr{dim(1)};
+    init = linalg::GenericOp::create(
+               b, loc, TypeRange{resultType}, ValueRange{bias},
+               ValueRange{emptyTensor(b, loc, resultType)},
+               {AffineMap::get(resultType.getRank(), 0, biasExpr, ctx),
+                AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx)},
+               iterators(resultType.getRank()),
+               [](OpBuilder &nb, Location nloc, ValueRange s) {
+                 linalg::YieldOp::create(nb, nloc, s[0]);
+               })
+               .getResult(0);
+  }
+  (void)wt;
+  return one(linalg::GenericOp::create(
+                 b, loc, TypeRange{resultType}, ValueRange{x, w},
+                 ValueRange{init},
+                 {AffineMap::get(loops, 0, inExprs, ctx),
+                  AffineMap::get(loops, 0, wExprs, ctx),
+                  AffineMap::get(loops, 0, outExprs, ctx)},
+                 iterators(2 + spatial, 1 + spatial),
+                 [](OpBuilder &nb, Location nloc, ValueRange s) {
+                   linalg::YieldOp::create(
+                       nb, nloc,
+                       addScalars(nb, nloc, s[2], mulScalars(nb, nloc, s[0], s[1])));
+                 })
+                 .getResult(0));
+}
+
+Values lowerAttention(AttentionOp op, ValueRange operands,
+                      ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value q = operands[0], k = operands[1], v = operands[2];
+  Value mask = operands.size() > 3 ? operands[3] : nullptr;
+  RankedTensorType qt = typeOf(q), kt = typeOf(k);
+  Type element = qt.getElementType();
+  int64_t batch = qt.getDimSize(0), heads = qt.getDimSize(1),
+          s = qt.getDimSize(2), t = kt.getDimSize(2);
+  int64_t group = heads / kt.getDimSize(1);
+  auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  // scores[b, h, i, j] = sum_d q[b, h, i, d] * k[b, h / group, j, d]
+  auto scoresType = RankedTensorType::get({batch, heads, s, t}, element);
+  Value scores =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{scoresType}, ValueRange{q, k},
+          ValueRange{filled(b, loc, scoresType, 0)},
+          {AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, ctx),
+           AffineMap::get(5, 0, {dim(0), dim(1).floorDiv(group), dim(3), dim(4)},
+                          ctx),
+           AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(3)}, ctx)},
+          iterators(4, 1),
+          [](OpBuilder &nb, Location nloc, ValueRange a) {
+            linalg::YieldOp::create(
+                nb, nloc, addScalars(nb, nloc, a[2], mulScalars(nb, nloc, a[0], a[1])));
+          })
+          .getResult(0);
+  // Scale, mask and causal mask in one elementwise pass.
+  double scale = op.getEffectiveScale();
+  bool causal = op.getCausal();
+  bool boolMask = mask && typeOf(mask).getElementType().isInteger(1);
+  SmallVector<Value> inputs{scores};
+  if (mask)
+    inputs.push_back(mask);
+  Value masked = elementwise(
+      b, loc, scoresType, inputs,
+      [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+        Value x = arith::MulFOp::create(b, loc, a[0],
+                                        scalarConstant(b, loc, element, scale));
+        Value negInf = scalarConstant(b, loc, element, -INFINITY);
+        if (mask && boolMask)
+          x = arith::SelectOp::create(b, loc, a[1], x, negInf);
+        else if (mask)
+          x = arith::AddFOp::create(b, loc, x, a[1]);
+        if (causal) {
+          Value i = linalg::IndexOp::create(b, loc, 2);
+          Value j = linalg::IndexOp::create(b, loc, 3);
+          Value limit = arith::AddIOp::create(
+              b, loc, i, arith::ConstantIndexOp::create(b, loc, t - s));
+          Value hidden =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, j, limit);
+          x = arith::SelectOp::create(b, loc, hidden, negInf, x);
+        }
+        return x;
+      });
+  Value probabilities = softmax(b, loc, masked, 3, false);
+  // out[b, h, i, e] = sum_j p[b, h, i, j] * v[b, h / group, j, e]
+  RankedTensorType outType = op.getType();
+  return one(
+      linalg::GenericOp::create(
+          b, loc, TypeRange{outType}, ValueRange{probabilities, v},
+          ValueRange{filled(b, loc, outType, 0)},
+          {AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, ctx),
+           AffineMap::get(5, 0, {dim(0), dim(1).floorDiv(group), dim(4), dim(3)},
+                          ctx),
+           AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(3)}, ctx)},
+          iterators(4, 1),
+          [](OpBuilder &nb, Location nloc, ValueRange a) {
+            linalg::YieldOp::create(
+                nb, nloc, addScalars(nb, nloc, a[2], mulScalars(nb, nloc, a[0], a[1])));
+          })
+          .getResult(0));
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+Values lowerGather(GatherOp op, ValueRange operands,
+                   ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value data = operands[0], indices = operands[1];
+  RankedTensorType resultType = op.getType();
+  auto axis = static_cast<int64_t>(op.getAxis());
+  int64_t indexRank = typeOf(indices).getRank();
+  int64_t dimSize = typeOf(data).getDimSize(axis);
+  SmallVector<AffineExpr> indexExprs;
+  for (int64_t d = 0; d < indexRank; ++d)
+    indexExprs.push_back(getAffineDimExpr(axis + d, ctx));
+  int64_t rank = resultType.getRank();
+  return one(
+      linalg::GenericOp::create(
+          b, loc, TypeRange{resultType}, ValueRange{indices},
+          ValueRange{emptyTensor(b, loc, resultType)},
+          {AffineMap::get(rank, 0, indexExprs, ctx),
+           AffineMap::getMultiDimIdentityMap(rank, ctx)},
+          iterators(rank),
+          [&](OpBuilder &nb, Location nloc, ValueRange a) {
+            Value index = arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), a[0]);
+            // A negative index counts from the end.
+            Value negative = arith::CmpIOp::create(
+                nb, nloc, arith::CmpIPredicate::slt, index,
+                arith::ConstantIndexOp::create(nb, nloc, 0));
+            Value wrapped = arith::AddIOp::create(
+                nb, nloc, index, arith::ConstantIndexOp::create(nb, nloc, dimSize));
+            index = arith::SelectOp::create(nb, nloc, negative, wrapped, index);
+            SmallVector<Value> coords;
+            for (int64_t d = 0; d < axis; ++d)
+              coords.push_back(linalg::IndexOp::create(nb, nloc, d));
+            coords.push_back(index);
+            for (int64_t d = axis + indexRank; d < rank; ++d)
+              coords.push_back(linalg::IndexOp::create(nb, nloc, d));
+            linalg::YieldOp::create(
+                nb, nloc, Value(tensor::ExtractOp::create(nb, nloc, data, coords)));
+          })
+          .getResult(0));
+}
+
+template <typename OpTy>
+Values lowerReshapeLike(OpTy op, ValueRange operands,
+                        ConversionPatternRewriter &b) {
+  return one(reshapeTo(b, op.getLoc(), operands[0],
+                       llvm::cast<RankedTensorType>(op.getType())));
+}
+
+Values lowerTranspose(TransposeOp op, ValueRange operands,
+                      ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  return one(linalg::TransposeOp::create(b, loc, operands[0],
+                                         emptyTensor(b, loc, op.getType()),
+                                         op.getPermutation())
+                 .getResult()[0]);
+}
+
+Values lowerConcat(ConcatOp op, ValueRange operands,
+                   ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  auto axis = static_cast<int64_t>(op.getAxis());
+  Value result = emptyTensor(b, loc, type);
+  int64_t offset = 0;
+  for (Value input : operands) {
+    RankedTensorType it = typeOf(input);
+    SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+    offsets[axis] = offset;
+    result = tensor::InsertSliceOp::create(b, loc, input, result, ValueRange{},
+                                           ValueRange{}, ValueRange{}, offsets,
+                                           it.getShape(), strides);
+    offset += it.getDimSize(axis);
+  }
+  return one(result);
+}
+
+Values lowerSplit(SplitOp op, ValueRange operands,
+                  ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  auto axis = static_cast<int64_t>(op.getAxis());
+  int64_t rank = typeOf(operands[0]).getRank();
+  SmallVector<Value> results;
+  int64_t offset = 0;
+  for (Value result : op.getResults()) {
+    RankedTensorType type = typeOf(result);
+    SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
+    offsets[axis] = offset;
+    results.push_back(tensor::ExtractSliceOp::create(
+        b, loc, type, operands[0], ValueRange{}, ValueRange{}, ValueRange{},
+        offsets, type.getShape(), strides));
+    offset += type.getDimSize(axis);
+  }
+  return results;
+}
+
+Values lowerSlice(SliceOp op, ValueRange operands,
+                  ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  ArrayRef<int64_t> offsets = op.getOffsets(), strides = op.getStrides();
+  if (llvm::all_of(strides, [](int64_t s) { return s > 0; }))
+    return one(tensor::ExtractSliceOp::create(
+        b, loc, type, operands[0], ValueRange{}, ValueRange{}, ValueRange{},
+        offsets, type.getShape(), strides));
+  // Negative strides: read source[offset + i * stride] elementwise.
+  Value source = operands[0];
+  int64_t rank = type.getRank();
+  return one(linalg::GenericOp::create(
+                 b, loc, TypeRange{type}, ValueRange{},
+                 ValueRange{emptyTensor(b, loc, type)},
+                 {AffineMap::getMultiDimIdentityMap(rank, b.getContext())},
+                 iterators(rank),
+                 [&](OpBuilder &nb, Location nloc, ValueRange) {
+                   SmallVector<Value> coords;
+                   for (int64_t d = 0; d < rank; ++d) {
+                     Value i = linalg::IndexOp::create(nb, nloc, d);
+                     Value scaled = arith::MulIOp::create(
+                         nb, nloc, i, arith::ConstantIndexOp::create(nb, nloc, strides[d]));
+                     coords.push_back(arith::AddIOp::create(
+                         nb, nloc, scaled,
+                         arith::ConstantIndexOp::create(nb, nloc, offsets[d])));
+                   }
+                   linalg::YieldOp::create(
+                       nb, nloc,
+                       Value(tensor::ExtractOp::create(nb, nloc, source, coords)));
+                 })
+                 .getResult(0));
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+void add(RewritePatternSet &patterns,
+         FailureOr<SmallVector<Value>> (*fn)(OpTy, ValueRange,
+                                             ConversionPatternRewriter &)) {
+  patterns.add<Lowering<OpTy>>(patterns.getContext(), fn);
+}
+
+struct ConvertWeftToLinalgPass
+    : public weft::impl::ConvertWeftToLinalgBase<ConvertWeftToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    add<ConstantOp>(patterns, lowerConstant);
+    add<RangeOp>(patterns, lowerRange);
+    add<SqrtOp>(patterns, lowerSqrtOp);
+    add<RsqrtOp>(patterns, lowerRsqrtOp);
+    add<ExpOp>(patterns, lowerExpOp);
+    add<LogOp>(patterns, lowerLogOp);
+    add<TanhOp>(patterns, lowerTanhOp);
+    add<ErfOp>(patterns, lowerErfOp);
+    add<SigmoidOp>(patterns, lowerSigmoidOp);
+    add<SiluOp>(patterns, lowerSiluOp);
+    add<ReciprocalOp>(patterns, lowerReciprocalOp);
+    add<SinOp>(patterns, lowerSinOp);
+    add<CosOp>(patterns, lowerCosOp);
+    add<GeluOp>(patterns, lowerGelu);
+    add<NegOp>(patterns, lowerNeg);
+    add<AbsOp>(patterns, lowerAbs);
+    add<ReluOp>(patterns, lowerRelu);
+    add<NotOp>(patterns, lowerNot);
+    add<CastOp>(patterns, lowerCast);
+    add<AddOp>(patterns, lowerArith<AddOp, arith::AddFOp, arith::AddIOp>);
+    add<SubOp>(patterns, lowerArith<SubOp, arith::SubFOp, arith::SubIOp>);
+    add<MulOp>(patterns, lowerArith<MulOp, arith::MulFOp, arith::MulIOp>);
+    add<DivOp>(patterns, lowerArith<DivOp, arith::DivFOp, arith::DivSIOp>);
+    add<MaxOp>(patterns, lowerArith<MaxOp, arith::MaximumFOp, arith::MaxSIOp>);
+    add<MinOp>(patterns, lowerArith<MinOp, arith::MinimumFOp, arith::MinSIOp>);
+    add<PowOp>(patterns, lowerPow);
+    add<AndOp>(patterns, lowerLogic<AndOp, arith::AndIOp>);
+    add<OrOp>(patterns, lowerLogic<OrOp, arith::OrIOp>);
+    add<XorOp>(patterns, lowerLogic<XorOp, arith::XOrIOp>);
+    add<EqualOp>(patterns, lowerCompare<EqualOp, arith::CmpFPredicate::OEQ,
+                                        arith::CmpIPredicate::eq>);
+    add<LessOp>(patterns, lowerCompare<LessOp, arith::CmpFPredicate::OLT,
+                                       arith::CmpIPredicate::slt>);
+    add<LessEqualOp>(patterns,
+                     lowerCompare<LessEqualOp, arith::CmpFPredicate::OLE,
+                                  arith::CmpIPredicate::sle>);
+    add<GreaterOp>(patterns, lowerCompare<GreaterOp, arith::CmpFPredicate::OGT,
+                                          arith::CmpIPredicate::sgt>);
+    add<GreaterEqualOp>(patterns,
+                        lowerCompare<GreaterEqualOp, arith::CmpFPredicate::OGE,
+                                     arith::CmpIPredicate::sge>);
+    add<WhereOp>(patterns, lowerWhere);
+    add<MatmulOp>(patterns, lowerMatmul);
+    add<LinearOp>(patterns, lowerLinear);
+    add<ConvOp>(patterns, lowerConv);
+    add<ReduceSumOp>(patterns, lowerReduce<ReduceSumOp>);
+    add<ReduceMeanOp>(patterns, lowerReduce<ReduceMeanOp>);
+    add<ReduceMaxOp>(patterns, lowerReduce<ReduceMaxOp>);
+    add<ReduceMinOp>(patterns, lowerReduce<ReduceMinOp>);
+    add<ReduceProdOp>(patterns, lowerReduce<ReduceProdOp>);
+    add<SoftmaxOp>(patterns, lowerSoftmax);
+    add<LogSoftmaxOp>(patterns, lowerLogSoftmax);
+    add<LayerNormOp>(patterns, lowerLayerNorm);
+    add<RmsNormOp>(patterns, lowerRmsNorm);
+    add<AttentionOp>(patterns, lowerAttention);
+    add<GatherOp>(patterns, lowerGather);
+    add<ReshapeOp>(patterns, lowerReshapeLike<ReshapeOp>);
+    add<SqueezeOp>(patterns, lowerReshapeLike<SqueezeOp>);
+    add<UnsqueezeOp>(patterns, lowerReshapeLike<UnsqueezeOp>);
+    add<ExpandOp>(patterns, lowerExpand);
+    add<TransposeOp>(patterns, lowerTranspose);
+    add<ConcatOp>(patterns, lowerConcat);
+    add<SplitOp>(patterns, lowerSplit);
+    add<SliceOp>(patterns, lowerSlice);
+    add<TriluOp>(patterns, lowerTrilu);
+
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<WeftDialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, tensor::TensorDialect,
+                           func::FuncDialect>();
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,249 @@
+//===- EmitObject.cpp - LLVM IR, entry wrapper, manifest and object -------===//
+
+#include "weft/Target/CPU/CPUTarget.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+
+namespace weft {
+
+std::vector<EntryBuffer> describeEntry(func::FuncOp func,
+                                       uint64_t &weightsBytes) {
+  std::vector<EntryBuffer> buffers;
+  weightsBytes = 64; // header
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    EntryBuffer buffer;
+    buffer.type = llvm::cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    if (auto name = func.getArgAttrOfType<StringAttr>(
+            i, WeftDialect::kParamAttrName)) {
+      buffer.role = EntryBuffer::Role::Param;
+      buffer.name = name.str();
+      buffer.weightsOffset = weightsBytes;
+      uint64_t bytes =
+          buffer.type.getNumElements() *
+          std::max<uint64_t>(1, buffer.type.getElementTypeBitWidth() / 8);
+      weightsBytes += (bytes + 63) / 64 * 64;
+    } else {
+      buffer.role = EntryBuffer::Role::Input;
+      auto inputName = func.getArgAttrOfType<StringAttr>(
+          i, WeftDialect::kInputAttrName);
+      buffer.name = inputName ? inputName.str() : "arg" + std::to_string(i);
+    }
+    buffers.push_back(buffer);
+  }
+  auto names = func->getAttrOfType<ArrayAttr>(WeftDialect::kOutputsAttrName);
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
+    EntryBuffer buffer;
+    buffer.role = EntryBuffer::Role::Output;
+    buffer.type = llvm::cast<RankedTensorType>(type);
+    buffer.name = names ? llvm::cast<StringAttr>(names[i]).str()
+                        : "result" + std::to_string(i);
+    buffers.push_back(buffer);
+  }
+  return buffers;
+}
+
+static std::string escape(llvm::StringRef name) {
+  std::string out;
+  for (char c : name) {
+    if (llvm::isAlnum(c) || llvm::StringRef("_./:-[]").contains(c)) {
+      out += c;
+    } else {
+      char hex[4];
+      snprintf(hex, sizeof(hex), "%%%02X", static_cast<unsigned char>(c));
+      out += hex;
+    }
+  }
+  return out.empty() ? "%00" : out;
+}
+
+static std::string dtypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF64())
+    return "f64";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isInteger(64))
+    return "i64";
+  if (type.isInteger(32))
+    return "i32";
+  return "i1";
+}
+
+std::string buildManifest(const std::vector<EntryBuffer> &buffers) {
+  std::string manifest = "weft-manifest 1\n";
+  for (const EntryBuffer &b : buffers) {
+    manifest += "buffer ";
+    manifest += b.role == EntryBuffer::Role::Input   ? "input "
+                : b.role == EntryBuffer::Role::Param ? "param "
+                                                     : "output ";
+    manifest += escape(b.name) + " " + dtypeName(b.type.getElementType()) +
+                " " + std::to_string(b.type.getRank());
+    for (int64_t d : b.type.getShape())
+      manifest += " " + std::to_string(d);
+    if (b.role == EntryBuffer::Role::Param)
+      manifest += " " + std::to_string(b.weightsOffset);
+    manifest += "\n";
+  }
+  return manifest;
+}
+
+uint64_t manifestHash(const std::string &manifest) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : manifest)
+    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+static std::unique_ptr<llvm::TargetMachine>
+hostTargetMachine(unsigned optLevel, std::string &error) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  llvm::SubtargetFeatures features;
+  for (auto &feature : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(feature.first(), feature.second);
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(),
+      llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      optLevel >= 2 ? llvm::CodeGenOptLevel::Aggressive
+                    : llvm::CodeGenOptLevel::Default));
+}
+
+std::unique_ptr<llvm::Module>
+translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
+                  llvm::StringRef entryName,
+                  const std::vector<EntryBuffer> &buffers,
+                  const std::string &manifest, unsigned optLevel,
+                  std::string &error) {
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "weft_model");
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed";
+    return nullptr;
+  }
+  llvm::Function *main = llvmModule->getFunction(entryName);
+  if (!main) {
+    error = ("the lowered module has no function '" + entryName + "'").str();
+    return nullptr;
+  }
+  // weft_entry(void **buffers): pass each buffer as a memref descriptor
+  // (allocated, aligned, offset, sizes..., strides...) with static shapes.
+  llvm::Type *ptr = llvm::PointerType::get(context, 0);
+  auto *entry = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr}, false),
+      llvm::GlobalValue::ExternalLinkage, "weft_entry", *llvmModule);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", entry));
+  std::vector<llvm::Value *> args;
+  for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptr, entry->getArg(0), i);
+    llvm::Value *data = b.CreateLoad(ptr, slot);
+    args.push_back(data);
+    args.push_back(data);
+    args.push_back(b.getInt64(0));
+    ArrayRef<int64_t> shape = buffer.type.getShape();
+    for (int64_t d : shape)
+      args.push_back(b.getInt64(d));
+    int64_t stride = 1;
+    std::vector<int64_t> strides(shape.size());
+    for (int64_t d = shape.size() - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= shape[d];
+    }
+    for (int64_t s : strides)
+      args.push_back(b.getInt64(s));
+  }
+  if (main->arg_size() != args.size()) {
+    error = "the lowered entry takes " + std::to_string(main->arg_size()) +
+            " values but the buffers give " + std::to_string(args.size());
+    return nullptr;
+  }
+  b.CreateCall(main, args);
+  b.CreateRetVoid();
+
+  auto *text = llvm::ConstantDataArray::getString(context, manifest);
+  new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, text,
+                           "weft_manifest");
+
+  std::unique_ptr<llvm::TargetMachine> machine =
+      hostTargetMachine(optLevel, error);
+  if (!machine)
+    return nullptr;
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  if (llvm::verifyModule(*llvmModule, &llvm::errs())) {
+    error = "the generated LLVM IR does not verify";
+    return nullptr;
+  }
+  if (optLevel > 0) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder builder(machine.get());
+    builder.registerModuleAnalyses(mam);
+    builder.registerCGSCCAnalyses(cgam);
+    builder.registerFunctionAnalyses(fam);
+    builder.registerLoopAnalyses(lam);
+    builder.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::OptimizationLevel level = optLevel >= 3   ? llvm::OptimizationLevel::O3
+                                    : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                    : llvm::OptimizationLevel::O1;
+    builder.buildPerModuleDefaultPipeline(level).run(*llvmModule, mam);
+  }
+  return llvmModule;
+}
+
+bool emitObjectFile(llvm::Module &module, llvm::StringRef path,
+                    unsigned optLevel, std::string &error) {
+  std::unique_ptr<llvm::TargetMachine> machine =
+      hostTargetMachine(optLevel, error);
+  if (!machine)
+    return false;
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path.str() + "': " + ec.message();
+    return false;
+  }
+  llvm::legacy::PassManager pm;
+  if (machine->addPassesToEmitFile(pm, out, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit object files";
+    return false;
+  }
+  pm.run(module);
+  return true;
+}
+
+} // namespace weft

@@ -1,0 +1,43 @@
+//===- LowerToLLVM.cpp - weft IR to the LLVM dialect ----------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Target/CPU/CPUTarget.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                    const CPUPipelineOptions &options) {
+  std::string pipeline = "convert-weft-to-linalg,canonicalize,cse,";
+  if (options.optLevel > 0)
+    pipeline += "func.func(linalg-fuse-elementwise-ops),canonicalize,";
+  // Results become out-params that the caller (the runtime) allocates;
+  // temporaries are freed by the ownership-based deallocation.
+  pipeline +=
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map},"
+      "buffer-results-to-out-params{modify-public-functions "
+      "hoist-static-allocs},"
+      "buffer-deallocation-pipeline,canonicalize,"
+      "func.func(convert-linalg-to-loops),func.func(math-extend-to-supported-"
+      "types),lower-affine,convert-scf-to-cf,expand-strided-metadata,"
+      "lower-affine,convert-math-to-llvm,convert-math-to-libm,"
+      "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,"
+      "convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (failed(parsePassPipeline(pipeline, pm, os)))
+    llvm::report_fatal_error(llvm::Twine("weft-lower-to-llvm: ") + error);
+}
+
+void weft::registerCPUPipelines() {
+  PassPipelineRegistration<>(
+      "weft-lower-to-llvm",
+      "Lower weft IR to the LLVM dialect for the CPU (after the weft passes)",
+      [](OpPassManager &pm) {
+        buildLowerToLLVMPipeline(pm, CPUPipelineOptions{});
+      });
+}

@@ -1,0 +1,71 @@
+/*===- weft/runtime.h - C API of the Weft runtime ------------------------===*\
+|*                                                                            *|
+|* A compiled Weft model is an object file that defines                       *|
+|*   void weft_entry(void **buffers);   -- runs the model                     *|
+|*   extern const char weft_manifest[]; -- describes its buffers              *|
+|* The buffers are the entry function's arguments in order (graph inputs and  *|
+|* weights) followed by its results, each a dense row-major array.            *|
+|* This API loads the weights file, checks inputs and runs the entry.         *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef WEFT_RUNTIME_H
+#define WEFT_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum weft_dtype {
+  WEFT_F32 = 0,
+  WEFT_F64 = 1,
+  WEFT_F16 = 2,
+  WEFT_BF16 = 3,
+  WEFT_I64 = 4,
+  WEFT_I32 = 5,
+  WEFT_BOOL = 6
+} weft_dtype;
+
+typedef enum weft_role { WEFT_INPUT = 0, WEFT_PARAM = 1, WEFT_OUTPUT = 2 } weft_role;
+
+/* One buffer of the entry function. */
+typedef struct weft_buffer_info {
+  const char *name;
+  weft_role role;
+  weft_dtype dtype;
+  int rank;
+  const int64_t *shape;
+  size_t bytes;
+} weft_buffer_info;
+
+typedef struct weft_model weft_model;
+
+/* Opens a model: parses the manifest and maps the weights file. Returns NULL
+ * and writes a one-line message to `error` on failure. */
+weft_model *weft_model_open(const char *manifest, const char *weights_path,
+                            char *error, size_t error_size);
+void weft_model_close(weft_model *model);
+
+size_t weft_model_num_buffers(const weft_model *model);
+const weft_buffer_info *weft_model_buffer(const weft_model *model, size_t i);
+
+/* Binds the data of an input buffer (not copied; must outlive the run). */
+int weft_model_set_input(weft_model *model, size_t i, const void *data);
+/* The data of an output buffer, valid until the model is closed. */
+void *weft_model_output(weft_model *model, size_t i);
+
+/* Runs the entry function once; returns its wall time in seconds, or a
+ * negative value (with `error` set) if an input is unbound. */
+double weft_model_run(weft_model *model, void (*entry)(void **),
+                      char *error, size_t error_size);
+
+size_t weft_dtype_size(weft_dtype dtype);
+const char *weft_dtype_name(weft_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_RUNTIME_H */

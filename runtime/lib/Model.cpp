@@ -1,0 +1,254 @@
+//===- Model.cpp - Load a compiled model and run it -----------------------===//
+//
+// The manifest (a text the compiler embeds in the object) lists the entry
+// function's buffers, one per line:
+//   weft-manifest 1
+//   buffer <input|param|output> <name> <dtype> <rank> <dims...> [<offset>]
+// Params carry their byte offset in the weights file, which starts with a
+// 64-byte header: "WEFTWGT1", the manifest's FNV-1a hash, the file size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Device.h"
+#include "weft/runtime.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using weft::runtime::Device;
+
+namespace {
+
+struct Buffer {
+  std::string name;
+  std::vector<int64_t> shape;
+  weft_buffer_info info{};
+  uint64_t offset = 0;      // params: offset in the weights file
+  const void *bound = nullptr; // inputs: caller's data
+  void *owned = nullptr;       // outputs: runtime memory
+};
+
+uint64_t fnv1a(const char *text) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = text; *p; ++p)
+    h = (h ^ uint8_t(*p)) * 1099511628211ull;
+  return h;
+}
+
+std::string unescape(const std::string &s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out += char(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+bool parseDtype(const std::string &s, weft_dtype &dtype) {
+  for (int d = WEFT_F32; d <= WEFT_BOOL; ++d)
+    if (s == weft_dtype_name(weft_dtype(d))) {
+      dtype = weft_dtype(d);
+      return true;
+    }
+  return false;
+}
+
+void setError(char *error, size_t size, const std::string &message) {
+  if (error && size)
+    snprintf(error, size, "%s", message.c_str());
+}
+
+} // namespace
+
+struct weft_model {
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::unique_ptr<Device> device = weft::runtime::createCpuDevice();
+  void *weights = nullptr;
+  size_t weightsSize = 0;
+  std::vector<void *> argv;
+};
+
+extern "C" {
+
+size_t weft_dtype_size(weft_dtype dtype) {
+  switch (dtype) {
+  case WEFT_F64:
+  case WEFT_I64:
+    return 8;
+  case WEFT_F32:
+  case WEFT_I32:
+    return 4;
+  case WEFT_F16:
+  case WEFT_BF16:
+    return 2;
+  case WEFT_BOOL:
+    return 1;
+  }
+  return 0;
+}
+
+const char *weft_dtype_name(weft_dtype dtype) {
+  static const char *names[] = {"f32", "f64", "f16", "bf16", "i64", "i32", "i1"};
+  return dtype >= WEFT_F32 && dtype <= WEFT_BOOL ? names[dtype] : "?";
+}
+
+weft_model *weft_model_open(const char *manifest, const char *weightsPath,
+                            char *error, size_t errorSize) {
+  auto model = std::make_unique<weft_model>();
+  std::istringstream lines(manifest);
+  std::string line;
+  if (!std::getline(lines, line) || line != "weft-manifest 1") {
+    setError(error, errorSize, "the executable's manifest is not version 1");
+    return nullptr;
+  }
+  uint64_t weightBytes = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string keyword, role, name, dtype;
+    int rank = 0;
+    fields >> keyword >> role >> name >> dtype >> rank;
+    auto buffer = std::make_unique<Buffer>();
+    buffer->name = unescape(name);
+    buffer->shape.resize(rank);
+    for (int64_t &d : buffer->shape)
+      fields >> d;
+    weft_buffer_info &info = buffer->info;
+    info.role = role == "input" ? WEFT_INPUT
+                : role == "param" ? WEFT_PARAM
+                                  : WEFT_OUTPUT;
+    if (keyword != "buffer" || !parseDtype(dtype, info.dtype) ||
+        (role != "input" && role != "param" && role != "output") || !fields) {
+      setError(error, errorSize, "malformed manifest line: " + line);
+      return nullptr;
+    }
+    size_t count = 1;
+    for (int64_t d : buffer->shape)
+      count *= d;
+    info.bytes = count * weft_dtype_size(info.dtype);
+    if (info.role == WEFT_PARAM) {
+      fields >> buffer->offset;
+      weightBytes = std::max<uint64_t>(weightBytes, buffer->offset + info.bytes);
+    }
+    model->buffers.push_back(std::move(buffer));
+  }
+  for (auto &buffer : model->buffers) {
+    buffer->info.name = buffer->name.c_str();
+    buffer->info.rank = int(buffer->shape.size());
+    buffer->info.shape = buffer->shape.data();
+  }
+  if (weightBytes) {
+    int fd = open(weightsPath, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+      setError(error, errorSize,
+               std::string("cannot open weights file '") + weightsPath + "'");
+      if (fd >= 0)
+        close(fd);
+      return nullptr;
+    }
+    model->weightsSize = st.st_size;
+    model->weights = model->weightsSize
+                         ? mmap(nullptr, model->weightsSize, PROT_READ,
+                                MAP_PRIVATE, fd, 0)
+                         : MAP_FAILED;
+    close(fd);
+    if (model->weights == MAP_FAILED) {
+      model->weights = nullptr;
+      setError(error, errorSize,
+               std::string("cannot map weights file '") + weightsPath + "'");
+      return nullptr;
+    }
+    const char *header = static_cast<const char *>(model->weights);
+    uint64_t hash, size;
+    if (model->weightsSize < 64 || memcmp(header, "WEFTWGT1", 8) != 0) {
+      setError(error, errorSize,
+               std::string("'") + weightsPath + "' is not a Weft weights file");
+      weft_model_close(model.release());
+      return nullptr;
+    }
+    memcpy(&hash, header + 8, 8);
+    memcpy(&size, header + 16, 8);
+    if (hash != fnv1a(manifest) || size != model->weightsSize ||
+        weightBytes > model->weightsSize) {
+      setError(error, errorSize,
+               std::string("weights file '") + weightsPath +
+                   "' does not belong to this executable (or is truncated)");
+      weft_model_close(model.release());
+      return nullptr;
+    }
+  }
+  for (auto &buffer : model->buffers) {
+    void *pointer = nullptr;
+    if (buffer->info.role == WEFT_PARAM)
+      pointer = static_cast<char *>(model->weights) + buffer->offset;
+    else if (buffer->info.role == WEFT_OUTPUT)
+      pointer = buffer->owned = model->device->allocate(buffer->info.bytes);
+    model->argv.push_back(pointer);
+  }
+  return model.release();
+}
+
+void weft_model_close(weft_model *model) {
+  if (!model)
+    return;
+  for (auto &buffer : model->buffers)
+    if (buffer->owned)
+      model->device->deallocate(buffer->owned);
+  if (model->weights)
+    munmap(model->weights, model->weightsSize);
+  delete model;
+}
+
+size_t weft_model_num_buffers(const weft_model *model) {
+  return model->buffers.size();
+}
+
+const weft_buffer_info *weft_model_buffer(const weft_model *model, size_t i) {
+  return i < model->buffers.size() ? &model->buffers[i]->info : nullptr;
+}
+
+int weft_model_set_input(weft_model *model, size_t i, const void *data) {
+  if (i >= model->buffers.size() ||
+      model->buffers[i]->info.role != WEFT_INPUT)
+    return -1;
+  model->buffers[i]->bound = data;
+  model->argv[i] = const_cast<void *>(data);
+  return 0;
+}
+
+void *weft_model_output(weft_model *model, size_t i) {
+  if (i >= model->buffers.size() ||
+      model->buffers[i]->info.role != WEFT_OUTPUT)
+    return nullptr;
+  return model->buffers[i]->owned;
+}
+
+double weft_model_run(weft_model *model, void (*entry)(void **), char *error,
+                      size_t errorSize) {
+  for (auto &buffer : model->buffers)
+    if (buffer->info.role == WEFT_INPUT && !buffer->bound) {
+      setError(error, errorSize,
+               "input '" + buffer->name + "' has no data bound");
+      return -1;
+    }
+  auto start = std::chrono::steady_clock::now();
+  entry(model->argv.data());
+  model->device->synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+} // extern "C"

@@ -1,0 +1,206 @@
+//===- RunnerMain.cpp - main() of executables built by weftc --------------===//
+//
+//   ./model [--weights FILE] [--input NAME=FILE]... [--output NAME=FILE]...
+//           [--repeat N]
+//
+// Input files are .npy or ONNX .pb; their dtype and shape must match the
+// model's. Outputs are written as .npy; without --output a summary of every
+// output is printed. Errors are one line naming the input or file, exit 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/TensorFiles.h"
+#include "weft/runtime.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+extern "C" {
+void weft_entry(void **buffers);
+extern const char weft_manifest[];
+}
+
+using namespace weft::runtime;
+
+namespace {
+
+int fail(const std::string &message) {
+  fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+/// `<executable>.weights`, found through /proc so the model runs from any
+/// directory.
+std::string defaultWeightsPath(const char *argv0) {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  std::string exe = n > 0 ? std::string(path, n) : std::string(argv0);
+  return exe + ".weights";
+}
+
+double asDouble(const void *data, weft_dtype dtype, size_t i) {
+  const char *p = static_cast<const char *>(data);
+  switch (dtype) {
+  case WEFT_F32: return reinterpret_cast<const float *>(p)[i];
+  case WEFT_F64: return reinterpret_cast<const double *>(p)[i];
+  case WEFT_I64: return double(reinterpret_cast<const int64_t *>(p)[i]);
+  case WEFT_I32: return reinterpret_cast<const int32_t *>(p)[i];
+  case WEFT_BOOL: return p[i] != 0;
+  case WEFT_F16:
+  case WEFT_BF16: {
+    uint16_t bits;
+    memcpy(&bits, p + 2 * i, 2);
+    if (dtype == WEFT_BF16) {
+      uint32_t wide = uint32_t(bits) << 16;
+      float f;
+      memcpy(&f, &wide, 4);
+      return f;
+    }
+    int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
+    double sign = bits & 0x8000 ? -1 : 1;
+    if (exponent == 0)
+      return sign * std::ldexp(mantissa, -24);
+    if (exponent == 31)
+      return mantissa ? NAN : sign * INFINITY;
+    return sign * std::ldexp(mantissa + 1024, exponent - 25);
+  }
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string weightsPath = defaultWeightsPath(argv[0]);
+  std::map<std::string, std::string> inputs, outputs;
+  int repeat = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    // `--flag VALUE` or `--flag=VALUE`.
+    auto value = [&](const std::string &flag) -> std::string {
+      if (arg.size() > flag.size() && arg.compare(0, flag.size() + 1, flag + "=") == 0)
+        return arg.substr(flag.size() + 1);
+      return i + 1 < argc ? argv[++i] : "";
+    };
+    auto is = [&](const std::string &flag) {
+      return arg == flag || arg.compare(0, flag.size() + 1, flag + "=") == 0;
+    };
+    auto split = [&](const std::string &binding,
+                     std::map<std::string, std::string> &into) {
+      size_t eq = binding.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return false;
+      into[binding.substr(0, eq)] = binding.substr(eq + 1);
+      return true;
+    };
+    if (arg == "--help" || arg == "-h") {
+      printf("usage: %s [--weights FILE] [--input NAME=FILE]... "
+             "[--output NAME=FILE]... [--repeat N]\n",
+             argv[0]);
+      return 0;
+    } else if (is("--weights")) {
+      weightsPath = value("--weights");
+    } else if (is("--repeat")) {
+      repeat = atoi(value("--repeat").c_str());
+      if (repeat < 1)
+        return fail("--repeat needs a positive count");
+    } else if (is("--input")) {
+      if (!split(value("--input"), inputs))
+        return fail("--input expects NAME=FILE");
+    } else if (is("--output")) {
+      if (!split(value("--output"), outputs))
+        return fail("--output expects NAME=FILE");
+    } else {
+      return fail("unknown argument '" + arg + "' (see --help)");
+    }
+  }
+
+  char error[1024];
+  weft_model *model =
+      weft_model_open(weft_manifest, weightsPath.c_str(), error, sizeof(error));
+  if (!model)
+    return fail(error);
+  std::vector<TensorData> inputData(weft_model_num_buffers(model));
+  std::map<std::string, size_t> outputIndex;
+  for (size_t i = 0; i < weft_model_num_buffers(model); ++i) {
+    const weft_buffer_info *info = weft_model_buffer(model, i);
+    std::vector<int64_t> shape(info->shape, info->shape + info->rank);
+    if (info->role == WEFT_OUTPUT) {
+      outputIndex[info->name] = i;
+      continue;
+    }
+    if (info->role != WEFT_INPUT)
+      continue;
+    auto it = inputs.find(info->name);
+    if (it == inputs.end())
+      return fail(std::string("input '") + info->name +
+                  "' is missing: pass --input " + info->name + "=FILE (" +
+                  weft_dtype_name(info->dtype) + " " + shapeString(shape) + ")");
+    std::string message;
+    TensorData &data = inputData[i];
+    if (!readTensorFile(it->second, data, message))
+      return fail(std::string("input '") + info->name + "': " + message);
+    if (data.dtype != info->dtype || data.shape != shape)
+      return fail(std::string("input '") + info->name + "': expected " +
+                  weft_dtype_name(info->dtype) + " " + shapeString(shape) +
+                  " but '" + it->second + "' holds " +
+                  weft_dtype_name(data.dtype) + " " + shapeString(data.shape));
+    weft_model_set_input(model, i, data.bytes.data());
+    inputs.erase(it);
+  }
+  if (!inputs.empty())
+    return fail("the model has no input '" + inputs.begin()->first + "'");
+  for (auto &[name, path] : outputs)
+    if (!outputIndex.count(name))
+      return fail("the model has no output '" + name + "'");
+
+  std::vector<double> times;
+  for (int r = 0; r < repeat; ++r) {
+    double seconds = weft_model_run(model, weft_entry, error, sizeof(error));
+    if (seconds < 0)
+      return fail(error);
+    times.push_back(seconds);
+  }
+  if (repeat > 1) {
+    std::sort(times.begin(), times.end());
+    double sum = 0;
+    for (double t : times)
+      sum += t;
+    printf("runs: %d, min %.3f ms, median %.3f ms, mean %.3f ms\n", repeat,
+           times.front() * 1e3, times[times.size() / 2] * 1e3,
+           sum / times.size() * 1e3);
+  }
+
+  for (auto &[name, index] : outputIndex) {
+    const weft_buffer_info *info = weft_model_buffer(model, index);
+    std::vector<int64_t> shape(info->shape, info->shape + info->rank);
+    const void *data = weft_model_output(model, index);
+    auto requested = outputs.find(name);
+    if (requested != outputs.end()) {
+      TensorData tensor{info->dtype, shape,
+                        std::vector<uint8_t>(static_cast<const uint8_t *>(data),
+                                             static_cast<const uint8_t *>(data) +
+                                                 info->bytes)};
+      std::string message;
+      if (!writeNpy(requested->second, tensor, message))
+        return fail("output '" + name + "': " + message);
+      continue;
+    }
+    if (!outputs.empty())
+      continue;
+    size_t count = info->bytes / weft_dtype_size(info->dtype);
+    printf("%s: %s %s [", name.c_str(), weft_dtype_name(info->dtype),
+           shapeString(shape).c_str());
+    for (size_t i = 0; i < std::min<size_t>(count, 6); ++i)
+      printf("%s%.6g", i ? ", " : "", asDouble(data, info->dtype, i));
+    printf("%s]\n", count > 6 ? ", ..." : "");
+  }
+  weft_model_close(model);
+  return 0;
+}

@@ -1,0 +1,282 @@
+//===- weftc.cpp - The Weft compiler driver -------------------------------===//
+//
+//   weftc model.onnx --dim batch=1 --dim seq=16 -o model
+//
+// produces the executable `model` and its weights file `model.weights`.
+// `--emit=mlir|llvm|obj` stops at the weft IR, the LLVM IR or the object.
+// Errors are one line, `weftc: error: ...`, exit code 1, and leave no
+// output files behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/Transforms/Passes.h"
+#include "weft/InitAllDialects.h"
+#include "weft/InitAllPasses.h"
+#include "weft/Target/CPU/CPUTarget.h"
+#include "weft/Target/ONNX/ImportONNX.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("weftc options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx|.onnxtxt|.mlir>"),
+                                      cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("file"),
+                                       cl::cat(category));
+static cl::list<std::string>
+    dims("dim", cl::desc("Bind a symbolic dimension: --dim batch=8"),
+         cl::value_desc("name=value"), cl::cat(category));
+enum class Emit { MLIR, LLVM, Obj, Exe };
+static cl::opt<Emit> emit(
+    "emit", cl::desc("Stop at this stage"), cl::init(Emit::Exe),
+    cl::values(clEnumValN(Emit::MLIR, "mlir", "weft IR after the weft passes"),
+               clEnumValN(Emit::LLVM, "llvm", "LLVM IR"),
+               clEnumValN(Emit::Obj, "obj", "object file (+ weights file)"),
+               clEnumValN(Emit::Exe, "exe", "executable (+ weights file)")),
+    cl::cat(category));
+static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3"),
+                                  cl::Prefix, cl::init(2), cl::cat(category));
+static cl::opt<bool> printPipeline("print-pipeline",
+                                   cl::desc("Print the pass pipelines"),
+                                   cl::cat(category));
+
+namespace {
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "weftc: error: " << message << "\n";
+  return 1;
+}
+
+/// Removes the files it tracks unless told to keep them.
+struct OutputFiles {
+  std::vector<std::string> paths;
+  bool keep = false;
+  ~OutputFiles() {
+    if (!keep)
+      for (const std::string &p : paths)
+        llvm::sys::fs::remove(p);
+  }
+};
+
+std::string defaultOutput() {
+  llvm::SmallString<256> stem(llvm::sys::path::filename(inputFile));
+  llvm::sys::path::replace_extension(stem, "");
+  switch (emit) {
+  case Emit::MLIR: return (stem + ".mlir").str();
+  case Emit::LLVM: return (stem + ".ll").str();
+  case Emit::Obj: return (stem + ".o").str();
+  case Emit::Exe: return stem.str().str();
+  }
+  return stem.str().str();
+}
+
+/// The runtime libraries installed beside this tool: <bin>/../lib.
+std::string runtimeLibrary(const char *argv0, llvm::StringRef name) {
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&defaultOutput));
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(
+      llvm::sys::path::parent_path(exe)));
+  llvm::sys::path::append(path, "lib", name);
+  return path.str().str();
+}
+
+/// Writes the weights file: a 64-byte header, then every param at its
+/// offset.
+LogicalResult writeWeights(ModuleOp module,
+                           const std::vector<weft::EntryBuffer> &buffers,
+                           uint64_t bytes, const std::string &manifest,
+                           llvm::StringRef path) {
+  std::vector<std::pair<std::string, uint64_t>> placement;
+  for (const weft::EntryBuffer &b : buffers)
+    if (b.role == weft::EntryBuffer::Role::Param)
+      placement.push_back({b.name, b.weightsOffset});
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  if (ec) {
+    fail("cannot write '" + path + "': " + ec.message());
+    return failure();
+  }
+  char header[64] = "WEFTWGT1";
+  uint64_t hash = weft::manifestHash(manifest);
+  memcpy(header + 8, &hash, 8);
+  memcpy(header + 16, &bytes, 8);
+  out.write(header, sizeof(header));
+  // Size the file first so params can be written at their offsets.
+  std::string zeros(bytes - sizeof(header), '\0');
+  out.write(zeros.data(), zeros.size());
+  if (placement.empty())
+    return success();
+  auto source = module->getAttrOfType<StringAttr>(
+      weft::WeftDialect::kWeightsAttrName);
+  if (!source) {
+    fail("the module has weights but no 'weft.weights' source file");
+    return failure();
+  }
+  return weft::writeONNXInitializers(source.getValue(), placement, out,
+                                     module.getContext());
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  weft::registerAllPasses();
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "Weft compiler\n");
+  if (optLevel > 3)
+    return fail("-O takes 0 to 3");
+  if (outputFile.empty())
+    outputFile = defaultOutput();
+
+  DialectRegistry registry;
+  weft::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  ScopedDiagnosticHandler handler(&context, [](Diagnostic &diag) {
+    std::string message = diag.str();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    std::string where;
+    llvm::raw_string_ostream os(where);
+    diag.getLocation().print(os);
+    llvm::errs() << "weftc: error: " << message << " (at " << where << ")\n";
+    return success();
+  });
+
+  // Front end.
+  OwningOpRef<ModuleOp> module;
+  if (StringRef(inputFile).ends_with(".mlir")) {
+    module = parseSourceFile<ModuleOp>(inputFile, &context);
+  } else {
+    weft::ONNXImportOptions options;
+    for (const std::string &binding : dims) {
+      auto [name, value] = StringRef(binding).split('=');
+      int64_t parsed;
+      if (name.empty() || value.getAsInteger(10, parsed) || parsed <= 0)
+        return fail("--dim expects name=positive-integer, got '" + binding +
+                    "'");
+      options.dims[name] = parsed;
+    }
+    module = weft::importONNXFile(inputFile, &context, options);
+  }
+  if (!module)
+    return 1;
+
+  PassManager weftPasses(&context);
+  if (optLevel > 0)
+    weft::buildFuseIdiomsPipeline(weftPasses);
+  PassManager lowering(&context);
+  weft::buildLowerToLLVMPipeline(lowering,
+                                 weft::CPUPipelineOptions{optLevel});
+  if (printPipeline) {
+    llvm::outs() << "weft passes: ";
+    weftPasses.printAsTextualPipeline(llvm::outs());
+    llvm::outs() << "\nlowering: ";
+    lowering.printAsTextualPipeline(llvm::outs());
+    llvm::outs() << "\n";
+    return 0;
+  }
+  if (failed(weftPasses.run(*module)))
+    return 1;
+
+  OutputFiles outputs;
+  if (emit == Emit::MLIR) {
+    std::string error;
+    auto out = openOutputFile(outputFile, &error);
+    if (!out)
+      return fail(error);
+    module->print(out->os());
+    out->keep();
+    return 0;
+  }
+
+  auto main = module->lookupSymbol<func::FuncOp>("main");
+  if (!main)
+    return fail("the model has no function 'main'");
+  uint64_t weightsBytes;
+  std::vector<weft::EntryBuffer> buffers = weft::describeEntry(main, weightsBytes);
+  std::string manifest = weft::buildManifest(buffers);
+  // The C `main` of the executable is the runtime's.
+  constexpr llvm::StringLiteral entryName = "weft_model_main";
+  if (failed(SymbolTable::replaceAllSymbolUses(main, StringAttr::get(&context, entryName), *module)))
+    return fail("cannot rename the entry function");
+  SymbolTable::setSymbolName(main, entryName);
+  // The manifest now describes the buffers; bufferization changes the
+  // signature these attributes describe.
+  main->removeAttr(weft::WeftDialect::kOutputsAttrName);
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    main.setArgAttrs(i, ArrayRef<NamedAttribute>{});
+  if (failed(lowering.run(*module)))
+    return 1;
+
+  llvm::LLVMContext llvmContext;
+  std::string error;
+  std::unique_ptr<llvm::Module> llvmModule = weft::translateToLLVMIR(
+      *module, llvmContext, entryName, buffers, manifest, optLevel, error);
+  if (!llvmModule)
+    return fail(error);
+  if (emit == Emit::LLVM) {
+    auto out = openOutputFile(outputFile, &error);
+    if (!out)
+      return fail(error);
+    llvmModule->print(out->os(), nullptr);
+    out->keep();
+    return 0;
+  }
+
+  std::string weightsPath = outputFile + ".weights";
+  std::string objectPath = emit == Emit::Obj ? outputFile.getValue()
+                                             : outputFile + ".o";
+  outputs.paths = {objectPath, weightsPath};
+  if (emit == Emit::Exe)
+    outputs.paths.push_back(outputFile);
+  if (!weft::emitObjectFile(*llvmModule, objectPath, optLevel, error))
+    return fail(error);
+  if (failed(writeWeights(*module, buffers, weightsBytes, manifest,
+                          weightsPath)))
+    return 1;
+  if (emit == Emit::Obj) {
+    outputs.keep = true;
+    return 0;
+  }
+
+  auto linker = llvm::sys::findProgramByName("c++");
+  if (!linker)
+    return fail("no C++ compiler driver 'c++' on PATH to link with");
+  std::string runtimeMain = runtimeLibrary(argv[0], "libweft_runtime_main.a");
+  std::string runtime = runtimeLibrary(argv[0], "libweft_runtime.a");
+  for (const std::string &lib : {runtimeMain, runtime})
+    if (!llvm::sys::fs::exists(lib))
+      return fail("runtime library '" + lib + "' is missing");
+  std::vector<llvm::StringRef> args{*linker,     objectPath, runtimeMain,
+                                    runtime,     "-lm",      "-o",
+                                    outputFile};
+  std::string linkError;
+  if (llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
+                                &linkError) != 0)
+    return fail("linking failed" +
+                (linkError.empty() ? std::string() : ": " + linkError));
+  llvm::sys::fs::remove(objectPath);
+  outputs.paths.erase(outputs.paths.begin());
+  outputs.keep = true;
+  return 0;
+}
