@@ -267,9 +267,8 @@ int main(int argc, char **argv) {
   for (const std::string &lib : {runtimeMain, runtime})
     if (!llvm::sys::fs::exists(lib))
       return fail("runtime library '" + lib + "' is missing");
-  std::vector<llvm::StringRef> args{*linker,     objectPath, runtimeMain,
-                                    runtime,     "-lm",      "-o",
-                                    outputFile};
+  std::vector<llvm::StringRef> args{*linker, objectPath, runtimeMain, runtime,
+                                    "-lopenblas", "-lm", "-o", outputFile};
   std::string linkError;
   if (llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                 &linkError) != 0)

@@ -2,6 +2,7 @@
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Target/CPU/CPUTarget.h"
+#include "weft/Target/CPU/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -13,7 +14,7 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
                                     const CPUPipelineOptions &options) {
   std::string pipeline = "convert-weft-to-linalg,canonicalize,cse,";
   if (options.optLevel > 0)
-    pipeline += "func.func(linalg-fuse-elementwise-ops),canonicalize,";
+    pipeline += "weft-fuse-elementwise,canonicalize,";
   // Results become out-params that the caller (the runtime) allocates;
   // temporaries are freed by the ownership-based deallocation.
   pipeline +=
@@ -21,7 +22,7 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
       "function-boundary-type-conversion=identity-layout-map},"
       "buffer-results-to-out-params{modify-public-functions "
       "hoist-static-allocs},"
-      "buffer-deallocation-pipeline,canonicalize,"
+      "buffer-deallocation-pipeline,canonicalize,weft-contractions-to-blas,"
       "func.func(convert-linalg-to-loops),func.func(math-extend-to-supported-"
       "types),lower-affine,convert-scf-to-cf,expand-strided-metadata,"
       "lower-affine,convert-math-to-llvm,convert-math-to-libm,"
@@ -34,6 +35,7 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
 }
 
 void weft::registerCPUPipelines() {
+  registerWeftCPUPasses();
   PassPipelineRegistration<>(
       "weft-lower-to-llvm",
       "Lower weft IR to the LLVM dialect for the CPU (after the weft passes)",

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Compile each model of ../shared/models with weftc into a native
+executable, run it on its test_data_set_0 inputs and compare every output
+with the expected one (rtol 1e-4, atol 1e-5, the models' documented
+tolerance). With --onnxruntime, also run onnxruntime (the independent
+reference) on fresh random inputs and compare. Symbolic dims are bound from
+the shapes of the input files. Prints one line per model and a final
+`N passed, M failed`."""
+
+import argparse
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def graph_inputs(model):
+    initializers = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in initializers]
+
+
+def load_pb(path):
+    tensor = onnx.TensorProto()
+    tensor.ParseFromString(path.read_bytes())
+    return numpy_helper.to_array(tensor)
+
+
+def dim_bindings(model, arrays):
+    bindings = {}
+    for info, array in zip(graph_inputs(model), arrays):
+        for dim, size in zip(info.type.tensor_type.shape.dim, array.shape):
+            if dim.dim_param and "+" not in dim.dim_param:
+                bindings[dim.dim_param] = size
+    return [f"{name}={size}" for name, size in sorted(bindings.items())]
+
+
+def run_executable(exe, names, arrays, outputs, workdir):
+    args = [str(exe)]
+    for i, (name, array) in enumerate(zip(names, arrays)):
+        path = workdir / f"in{i}.npy"
+        np.save(path, array)
+        args += ["--input", f"{name}={path}"]
+    for i, name in enumerate(outputs):
+        args += ["--output", f"{name}={workdir / f'out{i}.npy'}"]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip())
+    return [np.load(workdir / f"out{i}.npy") for i in range(len(outputs))]
+
+
+def compare(actual, expected):
+    """Returns (ok, max abs error)."""
+    if actual.shape != expected.shape:
+        return False, float("inf")
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    error = np.abs(a - e)
+    ok = bool(np.all((error <= ATOL + RTOL * np.abs(e)) | (np.isnan(a) & np.isnan(e))))
+    return ok, float(np.nanmax(error)) if error.size else 0.0
+
+
+def random_like(info, array, rng):
+    """Fresh inputs of the test data's dtype and shape: token ids stay in
+    the range the test data uses, masks stay masks."""
+    if array.dtype.kind in "iu":
+        high = max(int(array.max()) + 1, 1)
+        return rng.integers(0, high, size=array.shape).astype(array.dtype)
+    if array.dtype == np.bool_:
+        return array
+    if np.all((array == 0) | (array == 1)):
+        return array  # a 0/1 mask
+    # Same mean and spread as the test data, so magnitudes (and the float32
+    # rounding they bring) match what the tolerance was stated for.
+    return (rng.standard_normal(array.shape) * array.std() + array.mean()).astype(array.dtype)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--models", required=True, type=pathlib.Path)
+    parser.add_argument("--weftc", required=True)
+    parser.add_argument("--onnxruntime", action="store_true")
+    args = parser.parse_args()
+    passed = failed = 0
+    rng = np.random.default_rng(0)
+    for model_dir in sorted(p for p in args.models.iterdir() if (p / "model.onnx").exists()):
+        model = onnx.load(str(model_dir / "model.onnx"), load_external_data=False)
+        data = model_dir / "test_data_set_0"
+        inputs = [load_pb(data / f"input_{i}.pb") for i in range(len(graph_inputs(model)))]
+        expected = [load_pb(data / f"output_{i}.pb") for i in range(len(model.graph.output))]
+        names = [i.name for i in graph_inputs(model)]
+        outputs = [o.name for o in model.graph.output]
+        with tempfile.TemporaryDirectory() as tmp:
+            work = pathlib.Path(tmp)
+            exe = work / "model"
+            cmd = [args.weftc, str(model_dir / "model.onnx"), "-o", str(exe)]
+            for binding in dim_bindings(model, inputs):
+                cmd += ["--dim", binding]
+            compile_ = subprocess.run(cmd, capture_output=True, text=True)
+            checks = []
+            try:
+                if compile_.returncode != 0:
+                    raise RuntimeError(compile_.stderr.strip())
+                actual = run_executable(exe, names, inputs, outputs, work)
+                checks += [(f"{n} vs test data",) + compare(a, e)
+                           for n, a, e in zip(outputs, actual, expected)]
+                if args.onnxruntime:
+                    import onnxruntime as ort
+                    ort.set_default_logger_severity(3)
+                    fresh = [random_like(info, a, rng)
+                             for info, a in zip(graph_inputs(model), inputs)]
+                    session = ort.InferenceSession(str(model_dir / "model.onnx"),
+                                                   providers=["CPUExecutionProvider"])
+                    reference = session.run(None, dict(zip(names, fresh)))
+                    actual = run_executable(exe, names, fresh, outputs, work)
+                    checks += [(f"{n} vs onnxruntime",) + compare(a, e)
+                               for n, a, e in zip(outputs, actual, reference)]
+            except RuntimeError as error:
+                print(f"{model_dir.name}: FAIL: {error}")
+                failed += 1
+                continue
+        ok = all(c[1] for c in checks)
+        detail = "; ".join(f"{c[0]}: max abs error {c[2]:.3g}{'' if c[1] else ' MISMATCH'}"
+                           for c in checks)
+        print(f"{model_dir.name}: {'PASS' if ok else 'FAIL'}: {detail}")
+        passed += ok
+        failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
