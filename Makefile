@@ -10,7 +10,7 @@ APT_PACKAGES = cmake ninja-build ccache g++ python3 python3-pip \
 PIP_PACKAGES = onnx numpy onnxruntime lit
 DEMO_DIR = $(BUILD)/demo
 
-.PHONY: all deps build check check-lit check-unit check-onnx-node demo docs clean
+.PHONY: all deps build check check-lit check-unit check-onnx-node check-conformance demo docs clean
 
 all: build
 
@@ -39,7 +39,10 @@ check-lit: build
 check-onnx-node: build
 	python3 utils/onnx_node_tests.py --weft-translate $(BUILD)/bin/weft-translate --jobs $(JOBS)
 
-check: check-unit check-lit check-onnx-node
+check-conformance: build
+	python3 utils/onnx_conformance.py --weftc $(BUILD)/bin/weftc --weft-translate $(BUILD)/bin/weft-translate --jobs $(JOBS)
+
+check: check-unit check-lit check-onnx-node check-conformance
 
 demo: build
 	mkdir -p $(DEMO_DIR)
