@@ -44,15 +44,20 @@ check-conformance: build
 
 check: check-unit check-lit check-onnx-node check-conformance
 
+DEMO_PROMPT = To be, or not to be, that is the
+DEMO_SEQ = 32
+
+# The bundled GPT-2-style model (byte vocabulary, random weights until the
+# training issue lands): import, fuse, compile to a native executable, predict.
 demo: build
 	mkdir -p $(DEMO_DIR)
-	python3 utils/gen_gpt2.py -o $(DEMO_DIR)/gpt2.onnx
-	$(BUILD)/bin/weft-translate --import-onnx $(DEMO_DIR)/gpt2.onnx -o $(DEMO_DIR)/gpt2.mlir
+	python3 utils/gen_gpt2.py --seq $(DEMO_SEQ) -o $(DEMO_DIR)/gpt2.onnx
 	$(BUILD)/bin/weft-translate --import-onnx $(DEMO_DIR)/gpt2.onnx --fuse -o $(DEMO_DIR)/gpt2.fused.mlir
-	@echo "== imported ($(DEMO_DIR)/gpt2.mlir)"
-	@python3 utils/summarize_ir.py $(DEMO_DIR)/gpt2.mlir
-	@echo "== after weft-fuse-idioms ($(DEMO_DIR)/gpt2.fused.mlir)"
+	@echo "== weft IR after import and weft-fuse-idioms ($(DEMO_DIR)/gpt2.fused.mlir)"
 	@python3 utils/summarize_ir.py $(DEMO_DIR)/gpt2.fused.mlir
+	$(BUILD)/bin/weftc $(DEMO_DIR)/gpt2.onnx -o $(DEMO_DIR)/gpt2
+	@echo "== compiled: $(DEMO_DIR)/gpt2 (+ gpt2.weights)"
+	@python3 utils/demo_predict.py $(DEMO_DIR)/gpt2 --seq $(DEMO_SEQ) --prompt "$(DEMO_PROMPT)"
 
 # The op and pass reference, generated from TableGen into docs/generated/.
 docs: build

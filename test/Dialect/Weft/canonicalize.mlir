@@ -86,3 +86,17 @@ func.func @where_floats() -> tensor<2xf32> {
   %w = weft.where %c, %a, %b : tensor<2xi1>, tensor<2xf32>, tensor<2xf32>
   return %w : tensor<2xf32>
 }
+
+// -----
+
+// A matmul with a transposed 2-D weight (tied LM head) becomes a linear op
+// that reads the weight in place.
+// CHECK-LABEL: func.func @tied_head
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>, %[[W:.*]]: tensor<16x8xf32>)
+// CHECK-NEXT: %[[L:.*]] = weft.linear %[[X]], %[[W]] <{transpose_weight}> : tensor<2x4x8xf32>, tensor<16x8xf32>
+// CHECK-NEXT: return %[[L]]
+func.func @tied_head(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>) -> tensor<2x4x16xf32> {
+  %t = weft.transpose %w <{permutation = array<i64: 1, 0>}> : tensor<16x8xf32>
+  %y = weft.matmul %x, %t : tensor<2x4x8xf32>, tensor<8x16xf32>
+  return %y : tensor<2x4x16xf32>
+}

@@ -419,6 +419,31 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+namespace {
+/// matmul(x, transpose(w)) with a 2-D w -> linear(x, w) {transpose_weight}:
+/// the transposed weight (a tied LM head) is never materialized.
+struct MatmulOfTransposedWeight : public OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    auto transpose = op.getRhs().getDefiningOp<TransposeOp>();
+    if (!transpose || transpose.getType().getRank() != 2 ||
+        rankedType(op.getLhs()).getRank() < 2 ||
+        !llvm::isa<FloatType>(op.getType().getElementType()))
+      return failure();
+    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), op.getLhs(),
+                                          transpose.getInput(), Value(),
+                                          rewriter.getUnitAttr());
+    return success();
+  }
+};
+} // namespace
+
+void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<MatmulOfTransposedWeight>(context);
+}
+
 LogicalResult LinearOp::inferReturnTypes(MLIRContext *context,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

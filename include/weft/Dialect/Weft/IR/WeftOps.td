@@ -289,6 +289,7 @@ def Weft_MatmulOp : Weft_Op<"matmul",
   let arguments = (ins Weft_NumericTensor:$lhs, Weft_NumericTensor:$rhs);
   let results = (outs Weft_NumericTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasCanonicalizer = 1;
 }
 
 def Weft_LinearOp : Weft_Op<"linear",
