@@ -18,6 +18,12 @@ import onnx
 from onnx import numpy_helper
 
 RTOL, ATOL = 1e-4, 1e-5
+# The one model with large contractions (K = 768 and 2304): float32 rounding
+# alone moves its outputs by more than atol 1e-5. onnxruntime's own expected
+# outputs differ from the float64 reference evaluation of the same graph by
+# 4e-5 (utils/check_model_numerics.py), so two correct float32
+# implementations may differ by twice that.
+ATOL_OVERRIDES = {"ortdata_gpt2_attention_block_past_pytorch15_opset11": 1e-4}
 
 
 def graph_inputs(model):
@@ -54,13 +60,13 @@ def run_executable(exe, names, arrays, outputs, workdir):
     return [np.load(workdir / f"out{i}.npy") for i in range(len(outputs))]
 
 
-def compare(actual, expected):
+def compare(actual, expected, atol=ATOL):
     """Returns (ok, max abs error)."""
     if actual.shape != expected.shape:
         return False, float("inf")
     a, e = actual.astype(np.float64), expected.astype(np.float64)
     error = np.abs(a - e)
-    ok = bool(np.all((error <= ATOL + RTOL * np.abs(e)) | (np.isnan(a) & np.isnan(e))))
+    ok = bool(np.all((error <= atol + RTOL * np.abs(e)) | (np.isnan(a) & np.isnan(e))))
     return ok, float(np.nanmax(error)) if error.size else 0.0
 
 
@@ -106,7 +112,8 @@ def main():
                 if compile_.returncode != 0:
                     raise RuntimeError(compile_.stderr.strip())
                 actual = run_executable(exe, names, inputs, outputs, work)
-                checks += [(f"{n} vs test data",) + compare(a, e)
+                atol = ATOL_OVERRIDES.get(model_dir.name, ATOL)
+                checks += [(f"{n} vs test data",) + compare(a, e, atol)
                            for n, a, e in zip(outputs, actual, expected)]
                 if args.onnxruntime:
                     import onnxruntime as ort
@@ -117,7 +124,7 @@ def main():
                                                    providers=["CPUExecutionProvider"])
                     reference = session.run(None, dict(zip(names, fresh)))
                     actual = run_executable(exe, names, fresh, outputs, work)
-                    checks += [(f"{n} vs onnxruntime",) + compare(a, e)
+                    checks += [(f"{n} vs onnxruntime",) + compare(a, e, atol)
                                for n, a, e in zip(outputs, actual, reference)]
             except RuntimeError as error:
                 print(f"{model_dir.name}: FAIL: {error}")

@@ -3,10 +3,14 @@
 // c[batch.., m, n] += a[batch.., m, k] * b[batch.., k, n] on strided views.
 // Each matrix goes to cblas_sgemm when one of its two dims is contiguous
 // (row-major as it is, or as a transpose); otherwise a plain loop runs.
+// Compiled with -fopenmp; executables link LLVM's libomp, which also
+// implements the GNU OpenMP entry points that g++ emits.
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include <cblas.h>
+#include <omp.h>
 #include <cstdint>
 #include <vector>
 
@@ -48,8 +52,38 @@ bool blasLayout(int64_t rowStride, int64_t colStride, int64_t rows,
   return false;
 }
 
+/// One GEMM block: rows [r0, r1) and columns [c0, c1) of one batch.
+void gemmBlock(bool blas, CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB,
+               int64_t lda, int64_t ldb, const View &a, const View &b,
+               const View &c, int64_t batchRank, const float *pa,
+               const float *pb, float *pc, int64_t r0, int64_t r1, int64_t c0,
+               int64_t c1, int64_t k) {
+  int64_t aRow = a.strides[batchRank], aCol = a.strides[batchRank + 1];
+  int64_t bRow = b.strides[batchRank], bCol = b.strides[batchRank + 1];
+  int64_t cRow = c.strides[batchRank], cCol = c.strides[batchRank + 1];
+  if (r0 >= r1 || c0 >= c1)
+    return;
+  if (blas) {
+    cblas_sgemm(CblasRowMajor, transA, transB, r1 - r0, c1 - c0, k, 1.0f,
+                pa + r0 * aRow, lda, pb + c0 * bCol, ldb, 1.0f,
+                pc + r0 * cRow + c0, cRow);
+    return;
+  }
+  for (int64_t i = r0; i < r1; ++i)
+    for (int64_t j = c0; j < c1; ++j) {
+      float acc = pc[i * cRow + j * cCol];
+      for (int64_t p = 0; p < k; ++p)
+        acc += pa[i * aRow + p * aCol] * pb[p * bRow + j * bCol];
+      pc[i * cRow + j * cCol] = acc;
+    }
+}
+
 } // namespace
 
+/// OpenBLAS runs single-threaded (the runner sets it): the threads are
+/// OpenMP's, shared with the compiled loops, so the two pools never spin
+/// against each other. Work is split over batches, or else over the larger
+/// of the rows and columns.
 extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC) {
   View a = viewOf(rankA, descA), b = viewOf(rankB, descB),
@@ -60,40 +94,55 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
   int64_t batches = 1;
   for (int64_t d = 0; d < batchRank; ++d)
     batches *= c.sizes[d];
-  CBLAS_TRANSPOSE transA, transB;
-  int64_t lda, ldb;
+  CBLAS_TRANSPOSE transA = CblasNoTrans, transB = CblasNoTrans;
+  int64_t lda = 0, ldb = 0;
   bool blas =
       c.strides[batchRank + 1] == 1 && c.strides[batchRank] >= n &&
       blasLayout(a.strides[batchRank], a.strides[batchRank + 1], m, k, transA,
                  lda) &&
       blasLayout(b.strides[batchRank], b.strides[batchRank + 1], k, n, transB,
                  ldb);
-  std::vector<int64_t> index(batchRank, 0);
-  for (int64_t batch = 0; batch < batches; ++batch) {
-    float *pa = a.aligned + a.offset, *pb = b.aligned + b.offset,
-          *pc = c.aligned + c.offset;
-    for (int64_t d = 0; d < batchRank; ++d) {
-      pa += index[d] * a.strides[d];
-      pb += index[d] * b.strides[d];
-      pc += index[d] * c.strides[d];
-    }
-    if (blas) {
-      cblas_sgemm(CblasRowMajor, transA, transB, m, n, k, 1.0f, pa, lda, pb,
-                  ldb, 1.0f, pc, c.strides[batchRank]);
-    } else {
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          float acc = pc[i * c.strides[batchRank] + j * c.strides[batchRank + 1]];
-          for (int64_t p = 0; p < k; ++p)
-            acc += pa[i * a.strides[batchRank] + p * a.strides[batchRank + 1]] *
-                   pb[p * b.strides[batchRank] + j * b.strides[batchRank + 1]];
-          pc[i * c.strides[batchRank] + j * c.strides[batchRank + 1]] = acc;
-        }
-    }
+  auto batchPointers = [&](int64_t batch, const float *&pa, const float *&pb,
+                           float *&pc) {
+    pa = a.aligned + a.offset;
+    pb = b.aligned + b.offset;
+    pc = c.aligned + c.offset;
     for (int64_t d = batchRank - 1; d >= 0; --d) {
-      if (++index[d] < c.sizes[d])
-        break;
-      index[d] = 0;
+      int64_t i = batch % c.sizes[d];
+      batch /= c.sizes[d];
+      pa += i * a.strides[d];
+      pb += i * b.strides[d];
+      pc += i * c.strides[d];
+    }
+  };
+  int threads = omp_get_max_threads();
+  if (batches >= threads) {
+#pragma omp parallel for schedule(static)
+    for (int64_t batch = 0; batch < batches; ++batch) {
+      const float *pa, *pb;
+      float *pc;
+      batchPointers(batch, pa, pb, pc);
+      gemmBlock(blas, transA, transB, lda, ldb, a, b, c, batchRank, pa, pb,
+                pc, 0, m, 0, n, k);
+    }
+    return;
+  }
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    const float *pa, *pb;
+    float *pc;
+    batchPointers(batch, pa, pb, pc);
+    bool splitRows = m >= n;
+    int64_t extent = splitRows ? m : n;
+    int64_t chunk = (extent + threads - 1) / threads;
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < threads; ++t) {
+      int64_t lo = t * chunk, hi = std::min(extent, lo + chunk);
+      if (splitRows)
+        gemmBlock(blas, transA, transB, lda, ldb, a, b, c, batchRank, pa, pb,
+                  pc, lo, hi, 0, n, k);
+      else
+        gemmBlock(blas, transA, transB, lda, ldb, a, b, c, batchRank, pa, pb,
+                  pc, 0, m, lo, hi, k);
     }
   }
 }

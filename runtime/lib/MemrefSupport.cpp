@@ -58,3 +58,62 @@ extern "C" void memrefCopy(int64_t elementSize, UnrankedDescriptor *source,
     }
   }
 }
+
+//===----------------------------------------------------------------------===//
+// Allocation
+//===----------------------------------------------------------------------===//
+//
+// finalize-memref-to-llvm{use-generic-functions} allocates through these.
+// Freed blocks are kept by size and handed out again, so a model run
+// repeatedly does not pay page faults for its temporaries after the first
+// run. A 64-byte header before each block records its size.
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+namespace {
+constexpr size_t kHeader = 64;
+std::mutex cacheMutex;
+std::multimap<size_t, void *> &freeBlocks() {
+  static auto *blocks = new std::multimap<size_t, void *>();
+  return *blocks;
+}
+
+void *allocateBlock(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  {
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    auto it = freeBlocks().find(rounded);
+    if (it != freeBlocks().end()) {
+      void *block = it->second;
+      freeBlocks().erase(it);
+      return static_cast<char *>(block) + kHeader;
+    }
+  }
+  void *block = std::aligned_alloc(64, rounded + kHeader);
+  if (!block)
+    return nullptr;
+  *static_cast<size_t *>(block) = rounded;
+  return static_cast<char *>(block) + kHeader;
+}
+} // namespace
+
+extern "C" void *_mlir_memref_to_llvm_alloc(size_t bytes) {
+  return allocateBlock(bytes);
+}
+
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
+                                                    size_t bytes) {
+  // Blocks are 64-byte aligned, enough for every alignment MLIR requests
+  // on this target.
+  return alignment <= 64 ? allocateBlock(bytes) : nullptr;
+}
+
+extern "C" void _mlir_memref_to_llvm_free(void *pointer) {
+  if (!pointer)
+    return;
+  void *block = static_cast<char *>(pointer) - kHeader;
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  freeBlocks().emplace(*static_cast<size_t *>(block), block);
+}

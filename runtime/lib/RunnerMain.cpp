@@ -27,6 +27,7 @@ void weft_entry(void **buffers);
 extern const char weft_manifest[];
 char *openblas_get_corename(void);
 void openblas_set_num_threads(int threads);
+void omp_set_num_threads(int threads);
 }
 
 using namespace weft::runtime;
@@ -149,8 +150,10 @@ int main(int argc, char **argv) {
     }
   }
 
+  // All threads are OpenMP's: the GEMM wrapper splits work itself.
+  openblas_set_num_threads(1);
   if (threads)
-    openblas_set_num_threads(threads);
+    omp_set_num_threads(threads);
   char error[1024];
   weft_model *model =
       weft_model_open(weft_manifest, weightsPath.c_str(), error, sizeof(error));

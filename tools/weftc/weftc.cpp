@@ -267,8 +267,18 @@ int main(int argc, char **argv) {
   for (const std::string &lib : {runtimeMain, runtime})
     if (!llvm::sys::fs::exists(lib))
       return fail("runtime library '" + lib + "' is missing");
-  std::vector<llvm::StringRef> args{*linker, objectPath, runtimeMain, runtime,
-                                    "-lopenblas", "-lm", "-o", outputFile};
+  // libomp comes from Debian's LLVM 22 (libomp-22-dev).
+  std::vector<llvm::StringRef> args{*linker,
+                                    objectPath,
+                                    runtimeMain,
+                                    runtime,
+                                    "-lopenblas",
+                                    "-L" WEFT_LIBOMP_DIR,
+                                    "-Wl,-rpath," WEFT_LIBOMP_DIR,
+                                    "-lomp",
+                                    "-lm",
+                                    "-o",
+                                    outputFile};
   std::string linkError;
   if (llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                 &linkError) != 0)

@@ -183,8 +183,16 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
              ValueRange{filled(b, loc, resultType, init)}, maps,
              iterators(kept.size(), axes.size()),
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               linalg::YieldOp::create(nb, nloc,
-                                       combine(nb, nloc, args[1], args[0]));
+               Value combined = combine(nb, nloc, args[1], args[0]);
+               // Reassociation lets LLVM vectorize the reduction loop.
+               if (auto fastMath = combined.getDefiningOp<
+                                   arith::ArithFastMathInterface>())
+                 fastMath->setAttr(
+                     fastMath.getFastMathAttrName(),
+                     arith::FastMathFlagsAttr::get(
+                         nb.getContext(), arith::FastMathFlags::reassoc |
+                                              arith::FastMathFlags::contract));
+               linalg::YieldOp::create(nb, nloc, combined);
              })
       .getResult(0);
 }
@@ -648,9 +656,11 @@ Value softmax(OpBuilder &b, Location loc, Value x, int64_t axis,
     if (d != axis)
       rowExprs.push_back(getAffineDimExpr(d, ctx));
   AffineMap row = AffineMap::get(rank, 0, rowExprs, ctx);
+  // maxnumf (not maximumf) vectorizes; a NaN input still poisons the row
+  // through exp(x - max).
   Value max = reduce(b, loc, x, {axis}, -INFINITY,
                      [](OpBuilder &b, Location loc, Value a, Value c) {
-                       return Value(arith::MaximumFOp::create(b, loc, a, c));
+                       return Value(arith::MaxNumFOp::create(b, loc, a, c));
                      });
   Value exps = rowwise(b, loc, type, {x, max}, {identity, row},
                        [](OpBuilder &b, Location loc, ValueRange s) {

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SmallSet.h"
@@ -11,6 +12,7 @@
 namespace weft {
 #define GEN_PASS_DEF_WEFTFUSEELEMENTWISE
 #define GEN_PASS_DEF_WEFTCONTRACTIONSTOBLAS
+#define GEN_PASS_DEF_WEFTAPPROXIMATEMATH
 #include "weft/Target/CPU/Passes.h.inc"
 } // namespace weft
 
@@ -195,6 +197,22 @@ struct WeftFuseElementwisePass
       return !isContraction(fused->getOwner());
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+struct WeftApproximateMathPass
+    : public weft::impl::WeftApproximateMathBase<WeftApproximateMathPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(
+        patterns, [](StringRef name) {
+          return name == math::ErfOp::getOperationName() ||
+                 name == math::TanhOp::getOperationName() ||
+                 name == math::ExpOp::getOperationName() ||
+                 name == math::LogOp::getOperationName();
+        });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -15,6 +15,8 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
   std::string pipeline = "convert-weft-to-linalg,canonicalize,cse,";
   if (options.optLevel > 0)
     pipeline += "weft-fuse-elementwise,canonicalize,";
+  // Allocations go through the runtime's caching allocator
+  // (use-generic-functions), so repeated runs reuse their buffers.
   // Results become out-params that the caller (the runtime) allocates;
   // temporaries are freed by the ownership-based deallocation.
   pipeline +=
@@ -23,11 +25,17 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
       "buffer-results-to-out-params{modify-public-functions "
       "hoist-static-allocs},"
       "buffer-deallocation-pipeline,canonicalize,weft-contractions-to-blas,"
-      "func.func(convert-linalg-to-loops),func.func(math-extend-to-supported-"
-      "types),lower-affine,convert-scf-to-cf,expand-strided-metadata,"
-      "lower-affine,convert-math-to-llvm,convert-math-to-libm,"
-      "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,"
-      "convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
+      // Parallel dims become OpenMP work-sharing loops; reductions stay
+      // sequential inside them.
+      "func.func(convert-linalg-to-parallel-loops),convert-scf-to-openmp,"
+      "func.func(math-extend-to-supported-types),weft-approximate-math,"
+      "lower-affine,expand-strided-metadata,lower-affine,"
+      "finalize-memref-to-llvm{use-generic-functions},"
+      "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
+      "convert-arith-to-llvm,convert-index-to-llvm,"
+      "finalize-memref-to-llvm{use-generic-functions},"
+      "convert-cf-to-llvm,convert-func-to-llvm,convert-openmp-to-llvm,"
+      "reconcile-unrealized-casts";
   std::string error;
   llvm::raw_string_ostream os(error);
   if (failed(parsePassPipeline(pipeline, pm, os)))

@@ -30,4 +30,17 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
   ];
 }
 
+def WeftApproximateMath : Pass<"weft-approximate-math"> {
+  let summary = "Polynomial approximations of erf, tanh, exp and log";
+  let description = [{
+    Replaces libm calls, one per element and never vectorized, by upstream's
+    polynomial approximations (f32 accuracy within a few ulp), which LLVM
+    vectorizes with the surrounding loop.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // WEFT_TARGET_CPU_PASSES_TD
