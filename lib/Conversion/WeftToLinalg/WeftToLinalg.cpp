@@ -808,10 +808,8 @@ Values lowerLinear(LinearOp op, ValueRange operands,
 Values lowerConv(ConvOp op, ValueRange operands, ConversionPatternRewriter &b) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  if (op.getGroup() != 1) {
-    op.emitError("grouped convolution is not supported by the CPU backend yet");
-    return failure();
-  }
+  if (op.getGroup() != 1)
+    return failure(); // rejected with a message before the conversion
   Value x = operands[0], w = operands[1];
   Value bias = operands.size() > 2 ? operands[2] : nullptr;
   RankedTensorType xt = typeOf(x), wt = typeOf(w);
@@ -1163,6 +1161,18 @@ struct ConvertWeftToLinalgPass
     add<SplitOp>(patterns, lowerSplit);
     add<SliceOp>(patterns, lowerSlice);
     add<TriluOp>(patterns, lowerTrilu);
+
+    // Configurations without a lowering get one clear error each, rather
+    // than the conversion driver's generic "failed to legalize".
+    WalkResult unsupported = getOperation()->walk([](ConvOp conv) {
+      if (conv.getGroup() == 1)
+        return WalkResult::advance();
+      conv.emitError(
+          "grouped convolution is not supported by the CPU backend yet");
+      return WalkResult::interrupt();
+    });
+    if (unsupported.wasInterrupted())
+      return signalPassFailure();
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<WeftDialect>();

@@ -1,0 +1,82 @@
+// RUN: weft-opt %s -split-input-file -weft-contractions-to-blas | FileCheck %s
+
+// A batched matmul whose rhs is broadcast over the batch: views with
+// stride 0 for the broadcast batch dim, then one call.
+// CHECK-LABEL: func.func @broadcast_rhs
+// CHECK: %[[A:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [4, 2, 3], strides: [6, 3, 1]
+// CHECK: %[[B:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [4, 3, 5], strides: [0, 5, 1]
+// CHECK: %[[C:.*]] = memref.reinterpret_cast %arg2 to offset: [0], sizes: [4, 2, 5], strides: [10, 5, 1]
+// CHECK: call @weft_gemm_f32
+// CHECK-NOT: linalg.generic
+#lhs = affine_map<(b, m, n, k) -> (b, m, k)>
+#rhs = affine_map<(b, m, n, k) -> (k, n)>
+#out = affine_map<(b, m, n, k) -> (b, m, n)>
+func.func @broadcast_rhs(%a: memref<4x2x3xf32>, %b: memref<3x5xf32>, %c: memref<4x2x5xf32>) {
+  linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x2x3xf32>, memref<3x5xf32>) outs(%c : memref<4x2x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A transposed weight (linear with transpose_weight): the view swaps the
+// strides, BLAS is told to transpose.
+// CHECK-LABEL: func.func @transposed_weight
+// CHECK: memref.reinterpret_cast %arg1 to offset: [0], sizes: [8, 16], strides: [1, 8]
+// CHECK: call @weft_gemm_f32
+#x = affine_map<(i, j, p) -> (i, p)>
+#wt = affine_map<(i, j, p) -> (j, p)>
+#y = affine_map<(i, j, p) -> (i, j)>
+func.func @transposed_weight(%x: memref<4x8xf32>, %w: memref<16x8xf32>, %y: memref<4x16xf32>) {
+  linalg.generic {indexing_maps = [#x, #wt, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<4x8xf32>, memref<16x8xf32>) outs(%y : memref<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Anything else in the body (here a scale) is not a GEMM: left alone.
+// CHECK-LABEL: func.func @scaled_product
+// CHECK-NOT: call
+// CHECK: linalg.generic
+#x2 = affine_map<(i, j, p) -> (i, p)>
+#w2 = affine_map<(i, j, p) -> (p, j)>
+#y2 = affine_map<(i, j, p) -> (i, j)>
+func.func @scaled_product(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %y: memref<4x16xf32>) {
+  %c = arith.constant 2.0 : f32
+  linalg.generic {indexing_maps = [#x2, #w2, #y2], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%y : memref<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %q = arith.mulf %p, %c : f32
+    %s = arith.addf %acc, %q : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// f64 stays on loops: the runtime's GEMM is f32.
+// CHECK-LABEL: func.func @double_precision
+// CHECK-NOT: call
+func.func @double_precision(%x: memref<4x8xf64>, %w: memref<8x16xf64>, %y: memref<4x16xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j, p) -> (i, p)>, affine_map<(i, j, p) -> (p, j)>, affine_map<(i, j, p) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<4x8xf64>, memref<8x16xf64>) outs(%y : memref<4x16xf64>) {
+  ^bb0(%a: f64, %b: f64, %acc: f64):
+    %p = arith.mulf %a, %b : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }
+  return
+}

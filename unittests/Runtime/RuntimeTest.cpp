@@ -1,0 +1,147 @@
+//===- RuntimeTest.cpp - Tensor files, strided copies, GEMM, allocator ----===//
+
+#include "weft/TensorFiles.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+extern "C" {
+void memrefCopy(int64_t elementSize, void *source, void *target);
+void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB, void *descB,
+                   int64_t rankC, void *descC);
+void *_mlir_memref_to_llvm_alloc(size_t bytes);
+void _mlir_memref_to_llvm_free(void *pointer);
+}
+
+using namespace weft::runtime;
+
+namespace {
+
+std::string tempPath(const char *name) {
+  return std::string(::testing::TempDir()) + name + std::to_string(getpid());
+}
+
+/// A ranked memref descriptor of rank R, as the MLIR LLVM lowering lays it.
+template <int R> struct Descriptor {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[R];
+  int64_t strides[R];
+};
+struct Unranked {
+  int64_t rank;
+  void *descriptor;
+};
+
+TEST(TensorFiles, NpyRoundTrip) {
+  TensorData tensor{WEFT_I64, {2, 3}, {}};
+  for (int64_t v : std::initializer_list<int64_t>{1, -2, 3, 4, 5, INT64_MIN}) {
+    const uint8_t *bytes = reinterpret_cast<const uint8_t *>(&v);
+    tensor.bytes.insert(tensor.bytes.end(), bytes, bytes + 8);
+  }
+  std::string path = tempPath("roundtrip") + ".npy", error;
+  ASSERT_TRUE(writeNpy(path, tensor, error)) << error;
+  TensorData back;
+  ASSERT_TRUE(readTensorFile(path, back, error)) << error;
+  EXPECT_EQ(back.dtype, WEFT_I64);
+  EXPECT_EQ(back.shape, tensor.shape);
+  EXPECT_EQ(back.bytes, tensor.bytes);
+  std::remove(path.c_str());
+}
+
+TEST(TensorFiles, ReadsOnnxTensorProto) {
+  // dims: [2, 2] packed (field 1), data_type FLOAT (field 2 = 1),
+  // float_data packed (field 4): 1, 2, 3, -4.
+  std::string pb = {0x0a, 0x02, 0x02, 0x02, 0x10, 0x01, 0x22, 0x10};
+  for (float v : {1.0f, 2.0f, 3.0f, -4.0f})
+    pb.append(reinterpret_cast<const char *>(&v), 4);
+  std::string path = tempPath("tensor") + ".pb", error;
+  std::ofstream(path, std::ios::binary) << pb;
+  TensorData tensor;
+  ASSERT_TRUE(readTensorFile(path, tensor, error)) << error;
+  EXPECT_EQ(tensor.dtype, WEFT_F32);
+  EXPECT_EQ(tensor.shape, (std::vector<int64_t>{2, 2}));
+  float values[4];
+  memcpy(values, tensor.bytes.data(), 16);
+  EXPECT_EQ(values[3], -4.0f);
+  std::remove(path.c_str());
+}
+
+TEST(TensorFiles, RejectsTruncatedFiles) {
+  std::string path = tempPath("bad") + ".npy", error;
+  std::ofstream(path, std::ios::binary) << "\x93NUMPY\x01";
+  TensorData tensor;
+  EXPECT_FALSE(readTensorFile(path, tensor, error));
+  EXPECT_NE(error.find("bad"), std::string::npos) << error;
+  std::remove(path.c_str());
+}
+
+TEST(MemrefCopy, CopiesATransposedView) {
+  float source[6] = {0, 1, 2, 3, 4, 5}; // 2x3 row-major
+  float target[6] = {};
+  // Read the source as its 3x2 transpose (strides 1, 3).
+  Descriptor<2> src{source, source, 0, {3, 2}, {1, 3}};
+  Descriptor<2> dst{target, target, 0, {3, 2}, {2, 1}};
+  Unranked s{2, &src}, d{2, &dst};
+  memrefCopy(sizeof(float), &s, &d);
+  float expected[6] = {0, 3, 1, 4, 2, 5};
+  EXPECT_EQ(0, memcmp(target, expected, sizeof(expected)));
+}
+
+/// c += a * b with the given views, checked against a naive loop.
+void checkGemm(Descriptor<3> a, Descriptor<3> b, Descriptor<3> c) {
+  std::vector<float> before(c.aligned, c.aligned + 4 * 64);
+  Unranked ua{3, &a}, ub{3, &b}, uc{3, &c};
+  weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor);
+  for (int64_t batch = 0; batch < c.sizes[0]; ++batch)
+    for (int64_t i = 0; i < c.sizes[1]; ++i)
+      for (int64_t j = 0; j < c.sizes[2]; ++j) {
+        float expected = before[batch * c.strides[0] + i * c.strides[1] + j];
+        for (int64_t p = 0; p < a.sizes[2]; ++p)
+          expected += a.aligned[batch * a.strides[0] + i * a.strides[1] +
+                                p * a.strides[2]] *
+                      b.aligned[batch * b.strides[0] + p * b.strides[1] +
+                                j * b.strides[2]];
+        EXPECT_NEAR(c.aligned[batch * c.strides[0] + i * c.strides[1] + j],
+                    expected, 1e-4)
+            << "batch " << batch << " i " << i << " j " << j;
+      }
+}
+
+TEST(Gemm, BatchedTransposedAndBroadcast) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(256), b(256), c(256);
+  for (auto *v : {&a, &b, &c})
+    for (float &x : *v)
+      x = normal(rng);
+  // 2 batches of [3 x 5] * [5 x 4]; b is read transposed and broadcast.
+  checkGemm({a.data(), a.data(), 0, {2, 3, 5}, {15, 5, 1}},
+            {b.data(), b.data(), 0, {2, 5, 4}, {0, 1, 5}},
+            {c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}});
+  // Neither dim of a contiguous: the loop fallback.
+  checkGemm({a.data(), a.data(), 0, {2, 3, 5}, {1, 2, 6}},
+            {b.data(), b.data(), 0, {2, 5, 4}, {20, 4, 1}},
+            {c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}});
+}
+
+TEST(Allocator, ReusesFreedBlocksOfTheSameSize) {
+  void *first = _mlir_memref_to_llvm_alloc(1000);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  _mlir_memref_to_llvm_free(first);
+  void *second = _mlir_memref_to_llvm_alloc(1000);
+  EXPECT_EQ(first, second);
+  void *other = _mlir_memref_to_llvm_alloc(5000);
+  EXPECT_NE(other, second);
+  _mlir_memref_to_llvm_free(second);
+  _mlir_memref_to_llvm_free(other);
+}
+
+} // namespace
