@@ -61,9 +61,10 @@ demo: build
 
 # The op and pass reference, generated from TableGen into docs/generated/.
 docs: build
-	ninja -C $(BUILD) WeftOpsDocGen WeftPassesDocGen
+	ninja -C $(BUILD) WeftOpsDocGen WeftPassesDocGen WeftConversionPassesDocGen WeftCPUPassesDocGen
 	mkdir -p docs/generated
-	cp $(BUILD)/docs/Dialects/WeftOps.md $(BUILD)/docs/WeftPasses.md docs/generated/
+	cp $(BUILD)/docs/Dialects/WeftOps.md $(BUILD)/docs/WeftPasses.md \
+	  $(BUILD)/docs/WeftConversionPasses.md $(BUILD)/docs/WeftCPUPasses.md docs/generated/
 
 clean:
 	rm -rf $(BUILD)

@@ -56,6 +56,9 @@ static cl::opt<Emit> emit(
     cl::cat(category));
 static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3"),
                                   cl::Prefix, cl::init(2), cl::cat(category));
+static cl::opt<bool> report("report",
+                            cl::desc("Print the memory plan and buffer sizes"),
+                            cl::cat(category));
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipelines"),
                                    cl::cat(category));
@@ -227,6 +230,31 @@ int main(int argc, char **argv) {
     main.setArgAttrs(i, ArrayRef<NamedAttribute>{});
   if (failed(lowering.run(*module)))
     return 1;
+  if (report) {
+    uint64_t inputBytes = 0, outputBytes = 0;
+    for (const weft::EntryBuffer &b : buffers) {
+      uint64_t bytes = b.type.getNumElements() *
+                       std::max(1u, b.type.getElementTypeBitWidth() / 8);
+      if (b.role == weft::EntryBuffer::Role::Input)
+        inputBytes += bytes;
+      else if (b.role == weft::EntryBuffer::Role::Output)
+        outputBytes += bytes;
+    }
+    llvm::outs() << "weights: " << weightsBytes - 64
+                 << " bytes (with 64-byte alignment)\ninputs: " << inputBytes
+                 << " bytes\noutputs: " << outputBytes << " bytes\n";
+    if (auto plan = (*module)->getAttrOfType<DictionaryAttr>(
+            weft::WeftDialect::kMemoryPlanAttrName)) {
+      auto get = [&](StringRef key) {
+        auto value = plan.getAs<IntegerAttr>(key);
+        return value ? value.getInt() : 0;
+      };
+      llvm::outs() << "temporaries: peak " << get("peak_bytes")
+                   << " bytes in one arena (" << get("buffers")
+                   << " buffers, " << get("unplanned_bytes")
+                   << " bytes without reuse)\n";
+    }
+  }
 
   llvm::LLVMContext llvmContext;
   std::string error;

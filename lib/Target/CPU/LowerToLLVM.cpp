@@ -24,7 +24,8 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
       "function-boundary-type-conversion=identity-layout-map},"
       "buffer-results-to-out-params{modify-public-functions "
       "hoist-static-allocs},"
-      "buffer-deallocation-pipeline,canonicalize,weft-contractions-to-blas,"
+      "buffer-deallocation-pipeline,canonicalize,weft-plan-buffers,"
+      "weft-contractions-to-blas,"
       // Parallel dims become OpenMP work-sharing loops; reductions stay
       // sequential inside them.
       "func.func(convert-linalg-to-parallel-loops),convert-scf-to-openmp,"

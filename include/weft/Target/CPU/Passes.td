@@ -43,4 +43,22 @@ def WeftApproximateMath : Pass<"weft-approximate-math"> {
   ];
 }
 
+def WeftPlanBuffers : Pass<"weft-plan-buffers", "::mlir::ModuleOp"> {
+  let summary = "Place temporary buffers in one arena by liveness";
+  let description = [{
+    Every statically shaped `memref.alloc` in a function's entry block gets
+    an offset in a single arena, allocated once per call: buffers whose live
+    ranges (from the allocation to the last use of it or of a view of it)
+    do not overlap share memory. Offsets are chosen greedily, largest
+    buffer first, at the lowest 64-byte aligned offset free for its whole
+    live range. The deallocations of planned buffers are dropped; the arena
+    is freed before each return. The module attribute `weft.memory_plan`
+    records the arena size (the peak of temporary memory), the sum of the
+    planned buffers, and their number.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
 #endif // WEFT_TARGET_CPU_PASSES_TD

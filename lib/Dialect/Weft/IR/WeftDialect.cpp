@@ -36,6 +36,12 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a string attribute on a module";
     return success();
   }
+  if (name == kMemoryPlanAttrName) {
+    if (!isa<ModuleOp>(op) || !llvm::isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a dictionary on a module";
+    return success();
+  }
   if (name == kOutputsAttrName) {
     auto func = dyn_cast<FunctionOpInterface>(op);
     auto names = llvm::dyn_cast<ArrayAttr>(attr.getValue());

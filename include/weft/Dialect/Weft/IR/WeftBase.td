@@ -36,6 +36,9 @@ def Weft_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kOutputsAttrName = "weft.outputs";
     /// Module attribute: path of the file holding the weights.
     static constexpr ::llvm::StringLiteral kWeightsAttrName = "weft.weights";
+    /// Module attribute: the CPU backend's memory plan (a dictionary).
+    static constexpr ::llvm::StringLiteral kMemoryPlanAttrName =
+        "weft.memory_plan";
   }];
 }
 

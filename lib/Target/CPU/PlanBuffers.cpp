@@ -1,0 +1,149 @@
+//===- PlanBuffers.cpp - One arena for temporaries, shared by liveness ----===//
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Target/CPU/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace weft {
+#define GEN_PASS_DEF_WEFTPLANBUFFERS
+#include "weft/Target/CPU/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+struct Buffer {
+  memref::AllocOp alloc;
+  int64_t bytes;
+  unsigned start, end; // live range, in positions of the entry block
+  int64_t offset = 0;
+};
+
+/// The last position (in `order`) of an op of the entry block that uses
+/// `value` or a view of it, looking into nested regions.
+std::optional<unsigned>
+lastUse(Value value, const llvm::DenseMap<Operation *, unsigned> &order,
+        Block &entry) {
+  unsigned last = 0;
+  SmallVector<Value> worklist{value};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      Operation *top = entry.findAncestorOpInBlock(*user);
+      if (!top || isa<func::ReturnOp>(top))
+        return std::nullopt; // escapes: leave it to the allocator
+      last = std::max(last, order.lookup(top));
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        if (view.getViewSource() == v)
+          llvm::append_range(worklist, user->getResults());
+    }
+  }
+  return last;
+}
+
+int64_t byteSize(MemRefType type) {
+  unsigned bits = type.getElementTypeBitWidth();
+  return type.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+struct WeftPlanBuffersPass
+    : public weft::impl::WeftPlanBuffersBase<WeftPlanBuffersPass> {
+  void runOnOperation() override {
+    int64_t totalPeak = 0, totalNaive = 0, totalBuffers = 0;
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      Block &entry = func.getBody().front();
+      llvm::DenseMap<Operation *, unsigned> order;
+      unsigned position = 0;
+      for (Operation &op : entry)
+        order[&op] = position++;
+      std::vector<Buffer> buffers;
+      for (Operation &op : entry) {
+        auto alloc = dyn_cast<memref::AllocOp>(op);
+        if (!alloc || !alloc.getType().hasStaticShape() ||
+            !alloc.getType().getLayout().isIdentity() ||
+            alloc.getType().getMemorySpace())
+          continue;
+        std::optional<unsigned> end = lastUse(alloc, order, entry);
+        if (!end)
+          continue;
+        buffers.push_back({alloc, byteSize(alloc.getType()), order[&op],
+                           std::max(*end, order[&op])});
+      }
+      if (buffers.empty())
+        continue;
+      // Largest first, each at the lowest offset free over its live range.
+      std::vector<Buffer *> bySize;
+      for (Buffer &b : buffers)
+        bySize.push_back(&b);
+      llvm::stable_sort(bySize, [](Buffer *a, Buffer *b) {
+        return a->bytes > b->bytes;
+      });
+      std::vector<Buffer *> placed;
+      int64_t arena = 0, naive = 0;
+      for (Buffer *b : bySize) {
+        std::vector<std::pair<int64_t, int64_t>> taken;
+        for (Buffer *p : placed)
+          if (p->start <= b->end && b->start <= p->end)
+            taken.push_back({p->offset, p->offset + p->bytes});
+        llvm::sort(taken);
+        int64_t offset = 0;
+        for (auto [lo, hi] : taken) {
+          if (offset + b->bytes <= lo)
+            break;
+          offset = std::max(offset, (hi + kAlignment - 1) / kAlignment *
+                                        kAlignment);
+        }
+        b->offset = offset;
+        placed.push_back(b);
+        arena = std::max(arena, offset + b->bytes);
+        naive += (b->bytes + kAlignment - 1) / kAlignment * kAlignment;
+      }
+      // Rewrite: one arena at the top, views into it, one free per return.
+      OpBuilder builder(&entry, entry.begin());
+      Location loc = func.getLoc();
+      auto arenaType = MemRefType::get({std::max<int64_t>(arena, 1)},
+                                       builder.getI8Type());
+      Value base = memref::AllocOp::create(builder, loc, arenaType,
+                                           builder.getI64IntegerAttr(kAlignment));
+      for (Buffer &b : buffers) {
+        builder.setInsertionPoint(b.alloc);
+        Value offset = arith::ConstantIndexOp::create(builder, loc, b.offset);
+        Value view = memref::ViewOp::create(builder, b.alloc.getLoc(),
+                                            b.alloc.getType(), base, offset,
+                                            ValueRange{});
+        for (Operation *user : llvm::make_early_inc_range(b.alloc->getUsers()))
+          if (isa<memref::DeallocOp>(user))
+            user->erase();
+        b.alloc.replaceAllUsesWith(view);
+        b.alloc.erase();
+      }
+      func.walk([&](func::ReturnOp ret) {
+        builder.setInsertionPoint(ret);
+        memref::DeallocOp::create(builder, loc, base);
+      });
+      totalPeak += arena;
+      totalNaive += naive;
+      totalBuffers += buffers.size();
+    }
+    Builder b(&getContext());
+    getOperation()->setAttr(
+        weft::WeftDialect::kMemoryPlanAttrName,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("peak_bytes", b.getI64IntegerAttr(totalPeak)),
+             b.getNamedAttr("unplanned_bytes", b.getI64IntegerAttr(totalNaive)),
+             b.getNamedAttr("buffers", b.getI64IntegerAttr(totalBuffers))}));
+  }
+};
+
+} // namespace
