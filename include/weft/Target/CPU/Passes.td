@@ -61,4 +61,16 @@ def WeftPlanBuffers : Pass<"weft-plan-buffers", "::mlir::ModuleOp"> {
   ];
 }
 
+def WeftSerializeInnerLoop : Pass<"weft-serialize-inner-loop"> {
+  let summary = "Keep the innermost dim of a parallel loop nest sequential";
+  let description = [{
+    Splits each multi-dimensional `scf.parallel` into a parallel loop over
+    all dims but the last and an `scf.for` over the last. OpenMP then
+    collapses only the outer dims (recovering their indices with
+    division), while the innermost loop keeps unit-stride accesses that
+    LLVM vectorizes.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
 #endif // WEFT_TARGET_CPU_PASSES_TD
