@@ -100,3 +100,28 @@ func.func @tied_head(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>) -> tensor<2x4x
   %y = weft.matmul %x, %t : tensor<2x4x8xf32>, tensor<8x16xf32>
   return %y : tensor<2x4x16xf32>
 }
+
+// -----
+
+// A bias added to a matmul's output becomes the linear op's bias.
+// CHECK-LABEL: func.func @matmul_plus_bias
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>, %[[W:.*]]: tensor<8x16xf32>, %[[B:.*]]: tensor<16xf32>)
+// CHECK-NEXT: %[[L:.*]] = weft.linear %[[X]], %[[W]], %[[B]] : tensor<2x4x8xf32>, tensor<8x16xf32>, tensor<16xf32>
+// CHECK-NEXT: return %[[L]]
+func.func @matmul_plus_bias(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<2x4x16xf32> {
+  %y = weft.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x16xf32>
+  %z = weft.add %b, %y : tensor<16xf32>, tensor<2x4x16xf32>
+  return %z : tensor<2x4x16xf32>
+}
+
+// -----
+
+// A bias that varies along another dim is not a per-feature bias.
+// CHECK-LABEL: func.func @not_a_bias
+// CHECK: weft.matmul
+// CHECK: weft.add
+func.func @not_a_bias(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %y = weft.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32>
+  %z = weft.add %y, %b : tensor<4x16xf32>, tensor<4x16xf32>
+  return %z : tensor<4x16xf32>
+}

@@ -439,6 +439,64 @@ struct MatmulOfTransposedWeight : public OpRewritePattern<MatmulOp> {
 };
 } // namespace
 
+namespace {
+/// matmul(x, w) + b, or linear(x, w) + b, with a 2-D w and a bias of one
+/// value per output feature -> linear(x, w, b): the bias initializes the
+/// GEMM's output instead of costing a pass of its own.
+struct AddBiasToLinear : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (auto [product, bias] : {std::pair(add.getLhs(), add.getRhs()),
+                                 std::pair(add.getRhs(), add.getLhs())}) {
+      if (!product.hasOneUse() || product.getType() != add.getType())
+        continue;
+      auto biasType = rankedType(bias);
+      int64_t n = add.getType().getShape().back();
+      // One value per feature: [N], or [1, ..., 1, N].
+      if (biasType.getRank() == 0 || biasType.getShape().back() != n ||
+          llvm::any_of(biasType.getShape().drop_back(),
+                       [](int64_t d) { return d != 1; }))
+        continue;
+      Value input, weight;
+      bool transposed = false;
+      if (auto matmul = product.getDefiningOp<MatmulOp>()) {
+        if (rankedType(matmul.getRhs()).getRank() != 2 ||
+            rankedType(matmul.getLhs()).getRank() < 2)
+          continue;
+        input = matmul.getLhs();
+        weight = matmul.getRhs();
+      } else if (auto linear = product.getDefiningOp<LinearOp>()) {
+        if (linear.getBias())
+          continue;
+        input = linear.getInput();
+        weight = linear.getWeight();
+        transposed = linear.getTransposeWeight();
+      } else {
+        continue;
+      }
+      if (!llvm::isa<FloatType>(add.getType().getElementType()))
+        continue;
+      Value vector = bias;
+      if (biasType.getRank() != 1)
+        vector = ReshapeOp::create(rewriter, add.getLoc(),
+                                   RankedTensorType::get({n}, biasType.getElementType()),
+                                   bias);
+      rewriter.replaceOpWithNewOp<LinearOp>(
+          add, add.getType(), input, weight, vector,
+          transposed ? rewriter.getUnitAttr() : UnitAttr());
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<AddBiasToLinear>(context);
+}
+
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                            MLIRContext *context) {
   results.add<MatmulOfTransposedWeight>(context);

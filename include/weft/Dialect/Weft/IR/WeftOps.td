@@ -193,7 +193,10 @@ class Weft_ArithOp<string mnemonic, string formula, Type tensorType,
 }
 
 def Weft_AddOp : Weft_ArithOp<"add", "lhs + rhs", Weft_NumericTensor,
-                              [Commutative]> { let hasFolder = 1; }
+                              [Commutative]> {
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
 def Weft_SubOp : Weft_ArithOp<"sub", "lhs - rhs", Weft_NumericTensor> {
   let hasFolder = 1;
 }
