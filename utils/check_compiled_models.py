@@ -15,7 +15,8 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+
+from test_data import dim_bindings, graph_inputs, load_pb
 
 RTOL, ATOL = 1e-4, 1e-5
 # The one model with large contractions (K = 768 and 2304): float32 rounding
@@ -24,26 +25,6 @@ RTOL, ATOL = 1e-4, 1e-5
 # 4e-5 (utils/check_model_numerics.py), so two correct float32
 # implementations may differ by twice that.
 ATOL_OVERRIDES = {"ortdata_gpt2_attention_block_past_pytorch15_opset11": 1e-4}
-
-
-def graph_inputs(model):
-    initializers = {t.name for t in model.graph.initializer}
-    return [i for i in model.graph.input if i.name not in initializers]
-
-
-def load_pb(path):
-    tensor = onnx.TensorProto()
-    tensor.ParseFromString(path.read_bytes())
-    return numpy_helper.to_array(tensor)
-
-
-def dim_bindings(model, arrays):
-    bindings = {}
-    for info, array in zip(graph_inputs(model), arrays):
-        for dim, size in zip(info.type.tensor_type.shape.dim, array.shape):
-            if dim.dim_param and "+" not in dim.dim_param:
-                bindings[dim.dim_param] = size
-    return [f"{name}={size}" for name, size in sorted(bindings.items())]
 
 
 def run_executable(exe, names, arrays, outputs, workdir):
@@ -104,7 +85,7 @@ def main():
             work = pathlib.Path(tmp)
             exe = work / "model"
             cmd = [args.weftc, str(model_dir / "model.onnx"), "-o", str(exe)]
-            for binding in dim_bindings(model, inputs):
+            for binding in dim_bindings(model, [a.shape for a in inputs]):
                 cmd += ["--dim", binding]
             compile_ = subprocess.run(cmd, capture_output=True, text=True)
             checks = []

@@ -13,22 +13,17 @@ import sys
 import tempfile
 
 import onnx
-from onnx import numpy_helper
+
+from test_data import dim_bindings, graph_inputs, load_pb
 
 
-def dim_bindings(model_dir):
-    """--dim name=value for each symbolic input dim, read off input_<i>.pb."""
+def bindings_for(model_dir):
+    """--dim values for the model, read off its test input files."""
     model = onnx.load(str(model_dir / "model.onnx"), load_external_data=False)
-    initializers = {t.name for t in model.graph.initializer}
-    inputs = [i for i in model.graph.input if i.name not in initializers]
-    bindings = {}
-    for index, info in enumerate(inputs):
-        tensor = onnx.TensorProto()
-        tensor.ParseFromString((model_dir / "test_data_set_0" / f"input_{index}.pb").read_bytes())
-        for dim, size in zip(info.type.tensor_type.shape.dim, tensor.dims):
-            if dim.dim_param and "+" not in dim.dim_param:
-                bindings[dim.dim_param] = size
-    return [f"{name}={size}" for name, size in sorted(bindings.items())]
+    data = model_dir / "test_data_set_0"
+    shapes = [load_pb(data / f"input_{i}.pb").shape
+              for i in range(len(graph_inputs(model)))]
+    return dim_bindings(model, shapes)
 
 
 def main():
@@ -45,7 +40,7 @@ def main():
                 mlir = pathlib.Path(tmp) / f"{model_dir.name}.{variant}.mlir"
                 cmd = [str(args.bin / "weft-translate"), "--import-onnx",
                        str(model_dir / "model.onnx"), "-o", str(mlir)] + extra
-                for binding in dim_bindings(model_dir):
+                for binding in bindings_for(model_dir):
                     cmd += ["--dim", binding]
                 translate = subprocess.run(cmd, capture_output=True, text=True)
                 ok = translate.returncode == 0

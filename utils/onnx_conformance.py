@@ -22,20 +22,14 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from onnx_node_tests import (DEFAULT_TESTDATA, is_claimed,  # noqa: E402
                              read_expectations, supported_ops)
+from test_data import graph_inputs, load_pb  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 RTOL, ATOL = 1e-3, 1e-7
-
-
-def load_pb(path):
-    tensor = onnx.TensorProto()
-    tensor.ParseFromString(path.read_bytes())
-    return numpy_helper.to_array(tensor)
 
 
 def close(actual, expected):
@@ -55,8 +49,7 @@ def close(actual, expected):
 def run_test(test_dir, args):
     """Returns (outcome, detail) with outcome 'pass' or 'fail'."""
     model = onnx.load(str(test_dir / "model.onnx"), load_external_data=False)
-    initializers = {t.name for t in model.graph.initializer}
-    inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    inputs = [i.name for i in graph_inputs(model)]
     data = test_dir / "test_data_set_0"
     with tempfile.TemporaryDirectory() as tmp:
         exe = pathlib.Path(tmp) / "model"

@@ -89,14 +89,9 @@ int main(int argc, char **argv) {
     return fail("no input model given");
 
   weft::ONNXImportOptions options;
-  for (const std::string &binding : dims) {
-    auto [name, value] = StringRef(binding).split('=');
-    int64_t parsed;
-    if (name.empty() || value.getAsInteger(10, parsed) || parsed <= 0)
-      return fail("--dim expects name=positive-integer, got '" + binding +
-                  "'");
-    options.dims[name] = parsed;
-  }
+  std::string dimError;
+  if (!options.bindDims(dims, dimError))
+    return fail(dimError);
 
   DialectRegistry registry;
   weft::registerAllDialects(registry);

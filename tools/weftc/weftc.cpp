@@ -171,14 +171,9 @@ int main(int argc, char **argv) {
     module = parseSourceFile<ModuleOp>(inputFile, &context);
   } else {
     weft::ONNXImportOptions options;
-    for (const std::string &binding : dims) {
-      auto [name, value] = StringRef(binding).split('=');
-      int64_t parsed;
-      if (name.empty() || value.getAsInteger(10, parsed) || parsed <= 0)
-        return fail("--dim expects name=positive-integer, got '" + binding +
-                    "'");
-      options.dims[name] = parsed;
-    }
+    std::string dimError;
+    if (!options.bindDims(dims, dimError))
+      return fail(dimError);
     module = weft::importONNXFile(inputFile, &context, options);
   }
   if (!module)

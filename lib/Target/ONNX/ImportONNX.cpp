@@ -853,6 +853,20 @@ LogicalResult weft::writeONNXInitializers(
   return Importer(ctx, modelPath, options).writeInitializers(placement, out);
 }
 
+bool weft::ONNXImportOptions::bindDims(ArrayRef<std::string> bindings,
+                                       std::string &error) {
+  for (const std::string &binding : bindings) {
+    auto [name, value] = StringRef(binding).split('=');
+    int64_t parsed;
+    if (name.empty() || value.getAsInteger(10, parsed) || parsed <= 0) {
+      error = "--dim expects name=positive-integer, got '" + binding + "'";
+      return false;
+    }
+    dims[name] = parsed;
+  }
+  return true;
+}
+
 FailureOr<HostTensor> weft::readONNXTensorFile(StringRef path,
                                                MLIRContext *ctx) {
   ONNXImportOptions options;

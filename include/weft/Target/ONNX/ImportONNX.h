@@ -17,6 +17,10 @@ namespace weft {
 struct ONNXImportOptions {
   /// Values for symbolic dimensions (`--dim batch=8`).
   llvm::StringMap<int64_t> dims;
+
+  /// Adds `name=value` bindings (the tools' `--dim`); on a malformed one
+  /// returns false and describes it in `error`.
+  bool bindDims(llvm::ArrayRef<std::string> bindings, std::string &error);
 };
 
 /// Imports an ONNX model (binary protobuf, or ONNX text syntax when the path
