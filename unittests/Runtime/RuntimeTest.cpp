@@ -1,5 +1,6 @@
 //===- RuntimeTest.cpp - Tensor files, strided copies, GEMM, allocator ----===//
 
+#include "weft/Collectives.h"
 #include "weft/TensorFiles.h"
 
 #include "gtest/gtest.h"
@@ -129,6 +130,23 @@ TEST(Gemm, BatchedTransposedAndBroadcast) {
   checkGemm({a.data(), a.data(), 0, {2, 3, 5}, {1, 2, 6}},
             {b.data(), b.data(), 0, {2, 5, 4}, {20, 4, 1}},
             {c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}});
+}
+
+TEST(Collectives, OneRankIsTheIdentity) {
+  std::unique_ptr<Communicator> comm = createSingleRankCommunicator();
+  EXPECT_EQ(comm->rank(), 0);
+  EXPECT_EQ(comm->size(), 1);
+  float data[3] = {1, 2, 3};
+  comm->allReduce(data, 3, WEFT_F32, ReduceOp::Sum);
+  EXPECT_EQ(data[2], 3.0f);
+  float gathered[3] = {};
+  comm->allGather(data, gathered, 3, WEFT_F32);
+  EXPECT_EQ(0, memcmp(data, gathered, sizeof(data)));
+  float scattered[3] = {};
+  comm->reduceScatter(data, scattered, 3, WEFT_F32, ReduceOp::Max);
+  EXPECT_EQ(scattered[1], 2.0f);
+  EXPECT_EXIT(comm->send(data, 3, WEFT_F32, 1), ::testing::ExitedWithCode(1),
+              "send to rank 1 in a one-rank program");
 }
 
 TEST(Allocator, ReusesFreedBlocksOfTheSameSize) {
