@@ -149,6 +149,19 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
                                        ArrayRef<ReassociationIndices>{all});
 }
 
+/// Marks a floating-point accumulation as reassociable, so that LLVM
+/// vectorizes the loop carrying it.
+Value reassociable(Value accumulated) {
+  if (auto fastMath =
+          accumulated.getDefiningOp<arith::ArithFastMathInterface>())
+    fastMath->setAttr(fastMath.getFastMathAttrName(),
+                      arith::FastMathFlagsAttr::get(
+                          accumulated.getContext(),
+                          arith::FastMathFlags::reassoc |
+                              arith::FastMathFlags::contract));
+  return accumulated;
+}
+
 /// Reduces `input` over `axes` (no kept dims) with `combine`, starting from
 /// `init`. `extra` inputs are read with the input's own indexing (they must
 /// have the input's shape or broadcast to it along reduced dims as given by
@@ -183,16 +196,8 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
              ValueRange{filled(b, loc, resultType, init)}, maps,
              iterators(kept.size(), axes.size()),
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value combined = combine(nb, nloc, args[1], args[0]);
-               // Reassociation lets LLVM vectorize the reduction loop.
-               if (auto fastMath = combined.getDefiningOp<
-                                   arith::ArithFastMathInterface>())
-                 fastMath->setAttr(
-                     fastMath.getFastMathAttrName(),
-                     arith::FastMathFlagsAttr::get(
-                         nb.getContext(), arith::FastMathFlags::reassoc |
-                                              arith::FastMathFlags::contract));
-               linalg::YieldOp::create(nb, nloc, combined);
+               linalg::YieldOp::create(
+                   nb, nloc, reassociable(combine(nb, nloc, args[1], args[0])));
              })
       .getResult(0);
 }
@@ -529,23 +534,6 @@ Values lowerReduce(OpTy op, ValueRange operands, ConversionPatternRewriter &b) {
   return one(reshapeTo(b, loc, reduced, op.getType()));
 }
 
-/// The map of a tensor holding one value per row (dims before `axis`) in a
-/// loop nest over the full rank.
-AffineMap rowMap(MLIRContext *ctx, int64_t rank, int64_t axis) {
-  SmallVector<AffineExpr> exprs;
-  for (int64_t d = 0; d < axis; ++d)
-    exprs.push_back(getAffineDimExpr(d, ctx));
-  return AffineMap::get(rank, 0, exprs, ctx);
-}
-
-/// The map of a parameter over the normalized dims (axis..rank-1).
-AffineMap featureMap(MLIRContext *ctx, int64_t rank, int64_t axis) {
-  SmallVector<AffineExpr> exprs;
-  for (int64_t d = axis; d < rank; ++d)
-    exprs.push_back(getAffineDimExpr(d, ctx));
-  return AffineMap::get(rank, 0, exprs, ctx);
-}
-
 /// A generic over the full shape of `x` with per-row and per-feature inputs.
 Value rowwise(OpBuilder &b, Location loc, RankedTensorType type,
               ArrayRef<Value> inputs, ArrayRef<AffineMap> maps, ScalarFn fn) {
@@ -562,71 +550,126 @@ Value rowwise(OpBuilder &b, Location loc, RankedTensorType type,
       .getResult(0);
 }
 
-/// Layer norm (centered) or RMS norm over dims axis..rank-1.
+//===----------------------------------------------------------------------===//
+// Row kernels
+//===----------------------------------------------------------------------===//
+
+using RowLoopBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                    Value, ValueRange)>;
+
+/// `scf.for j in [0, width)` carrying `inits`; `body(j, carried)` returns
+/// the next carried values.
+SmallVector<Value> loopOverRow(OpBuilder &b, Location loc, int64_t width,
+                               ValueRange inits, RowLoopBody body) {
+  auto loop = scf::ForOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+      arith::ConstantIndexOp::create(b, loc, width),
+      arith::ConstantIndexOp::create(b, loc, 1), inits,
+      [&](OpBuilder &nb, Location nloc, Value j, ValueRange carried) {
+        scf::YieldOp::create(nb, nloc, body(nb, nloc, j, carried));
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+Value elementAt(OpBuilder &b, Location loc, Value row, Value j) {
+  return tensor::ExtractOp::create(b, loc, row, ValueRange{j});
+}
+
+using RowBody =
+    function_ref<Value(OpBuilder &, Location, Value row, Value outRow)>;
+
+/// A kernel over the rows of `x`, where a row is formed by the dims from
+/// `axis` on: an scf.forall over rows whose body makes all of its passes
+/// over one row while that row is in cache, instead of one pass over the
+/// whole tensor per step. `body` gets the input row and the result row
+/// (both 1-D) and returns the written result row.
+Value rowKernel(OpBuilder &b, Location loc, Value x, int64_t axis,
+                RowBody body) {
+  RankedTensorType type = typeOf(x);
+  int64_t rows = 1, width = 1;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    (d < axis ? rows : width) *= type.getDimSize(d);
+  Type element = type.getElementType();
+  auto matrixType = RankedTensorType::get({rows, width}, element);
+  Value matrix = reshapeTo(b, loc, x, matrixType);
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(rows)},
+      ValueRange{emptyTensor(b, loc, matrixType)}, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forall.getBody());
+  Value shared = forall.getRegionIterArgs()[0];
+  SmallVector<OpFoldResult> offsets{forall.getInductionVar(0),
+                                    b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(width)};
+  SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
+  auto rowType = RankedTensorType::get({width}, element);
+  Value row = tensor::ExtractSliceOp::create(b, loc, rowType, matrix, offsets,
+                                             sizes, strides);
+  Value outRow = tensor::ExtractSliceOp::create(b, loc, rowType, shared,
+                                                offsets, sizes, strides);
+  Value written = body(b, loc, row, outRow);
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, written, shared, offsets,
+                                        sizes, strides);
+  b.setInsertionPointAfter(forall);
+  return reshapeTo(b, loc, forall.getResult(0), type);
+}
+
+/// Layer norm (centered) or RMS norm over dims axis..rank-1: per row, a pass
+/// for the mean (layer norm only), one for the variance, one to write.
 Value normalize(OpBuilder &b, Location loc, Value x, Value scale, Value bias,
                 int64_t axis, double epsilon, bool centered) {
   RankedTensorType type = typeOf(x);
-  MLIRContext *ctx = b.getContext();
-  int64_t rank = type.getRank();
-  SmallVector<int64_t> trailing(llvm::seq<int64_t>(axis, rank).begin(),
-                                llvm::seq<int64_t>(axis, rank).end());
-  int64_t count = 1;
-  for (int64_t d : trailing)
-    count *= type.getDimSize(d);
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-  AffineMap row = rowMap(ctx, rank, axis);
   Type element = type.getElementType();
-  Value mean;
-  if (centered) {
-    Value sum = reduce(b, loc, x, trailing, 0, addScalars);
-    mean = elementwise(b, loc, typeOf(sum), ValueRange{sum},
-                       [count](OpBuilder &b, Location loc, ValueRange s) {
-                         return Value(arith::DivFOp::create(
-                             b, loc, s[0],
-                             scalarConstant(b, loc, s[0].getType(), count)));
-                       });
-  }
-  // Sum of squared deviations per row.
-  Value deviation =
-      centered ? rowwise(b, loc, type, {x, mean}, {identity, row},
-                         [](OpBuilder &b, Location loc, ValueRange s) {
-                           Value d = arith::SubFOp::create(b, loc, s[0], s[1]);
-                           return Value(arith::MulFOp::create(b, loc, d, d));
-                         })
-               : elementwise(b, loc, type, ValueRange{x},
-                             [](OpBuilder &b, Location loc, ValueRange s) {
-                               return Value(
-                                   arith::MulFOp::create(b, loc, s[0], s[0]));
-                             });
-  Value squares = reduce(b, loc, deviation, trailing, 0, addScalars);
-  SmallVector<Value> inputs{x, squares, scale};
-  SmallVector<AffineMap> maps{identity, row, featureMap(ctx, rank, axis)};
-  if (mean) {
-    inputs.push_back(mean);
-    maps.push_back(row);
-  }
-  if (bias) {
-    inputs.push_back(bias);
-    maps.push_back(featureMap(ctx, rank, axis));
-  }
-  bool hasBias = bias != nullptr;
-  return rowwise(
-      b, loc, type, inputs, maps,
-      [&](OpBuilder &b, Location loc, ValueRange s) -> Value {
-        Value variance = arith::DivFOp::create(
-            b, loc, s[1], scalarConstant(b, loc, element, count));
-        Value inv = math::RsqrtOp::create(
-            b, loc,
-            arith::AddFOp::create(b, loc, variance,
-                                  scalarConstant(b, loc, element, epsilon)));
-        Value centeredValue =
-            centered ? Value(arith::SubFOp::create(b, loc, s[0], s[3])) : s[0];
-        Value y = arith::MulFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, centeredValue, inv), s[2]);
-        if (hasBias)
-          y = arith::AddFOp::create(b, loc, y, s.back());
-        return y;
-      });
+  int64_t width = 1;
+  for (int64_t d = axis; d < type.getRank(); ++d)
+    width *= type.getDimSize(d);
+  auto featureType = RankedTensorType::get({width}, element);
+  scale = reshapeTo(b, loc, scale, featureType);
+  if (bias)
+    bias = reshapeTo(b, loc, bias, featureType);
+  return rowKernel(b, loc, x, axis, [&](OpBuilder &b, Location loc, Value row,
+                                        Value outRow) {
+    Value zero = scalarConstant(b, loc, element, 0);
+    Value count = scalarConstant(b, loc, element, width);
+    Value mean;
+    if (centered) {
+      Value sum = loopOverRow(
+          b, loc, width, {zero},
+          [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+            return SmallVector<Value>{reassociable(arith::AddFOp::create(
+                b, loc, acc[0], elementAt(b, loc, row, j)))};
+          })[0];
+      mean = arith::DivFOp::create(b, loc, sum, count);
+    }
+    auto centeredAt = [&](OpBuilder &b, Location loc, Value j) {
+      Value v = elementAt(b, loc, row, j);
+      return mean ? Value(arith::SubFOp::create(b, loc, v, mean)) : v;
+    };
+    Value squares = loopOverRow(
+        b, loc, width, {zero},
+        [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+          Value d = centeredAt(b, loc, j);
+          return SmallVector<Value>{reassociable(arith::AddFOp::create(
+              b, loc, acc[0], arith::MulFOp::create(b, loc, d, d)))};
+        })[0];
+    Value inverse = math::RsqrtOp::create(
+        b, loc,
+        arith::AddFOp::create(b, loc,
+                              arith::DivFOp::create(b, loc, squares, count),
+                              scalarConstant(b, loc, element, epsilon)));
+    return loopOverRow(
+        b, loc, width, {outRow},
+        [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
+          Value y = arith::MulFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, centeredAt(b, loc, j), inverse),
+              elementAt(b, loc, scale, j));
+          if (bias)
+            y = arith::AddFOp::create(b, loc, y, elementAt(b, loc, bias, j));
+          return SmallVector<Value>{
+              tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
+        })[0];
+  });
 }
 
 Values lowerLayerNorm(LayerNormOp op, ValueRange operands,
@@ -644,9 +687,78 @@ Values lowerRmsNorm(RmsNormOp op, ValueRange operands,
                        op.getEpsilon().convertToDouble(), false));
 }
 
-/// softmax or log_softmax of `x` along `axis`.
+/// softmax or log_softmax over rows (the last dim): per row, a pass for the
+/// max, one for the sum of exponentials, one to write.
+Value softmaxRows(OpBuilder &b, Location loc, Value x, bool logarithm) {
+  RankedTensorType type = typeOf(x);
+  Type element = type.getElementType();
+  int64_t width = type.getShape().back();
+  auto exp = [](OpBuilder &b, Location loc, Value v) {
+    return mathInF32(b, loc, v, [](OpBuilder &b, Location loc, Value v) {
+      return Value(math::ExpOp::create(b, loc, v));
+    });
+  };
+  return rowKernel(b, loc, x, type.getRank() - 1, [&](OpBuilder &b,
+                                                      Location loc, Value row,
+                                                      Value outRow) {
+    // maxnumf (not maximumf) vectorizes; a NaN input still poisons the row
+    // through exp(x - max).
+    Value max = loopOverRow(
+        b, loc, width, {scalarConstant(b, loc, element, -INFINITY)},
+        [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+          return SmallVector<Value>{reassociable(arith::MaxNumFOp::create(
+              b, loc, acc[0], elementAt(b, loc, row, j)))};
+        })[0];
+    auto shiftedAt = [&](OpBuilder &b, Location loc, Value j) {
+      return Value(arith::SubFOp::create(b, loc, elementAt(b, loc, row, j), max));
+    };
+    Value zero = scalarConstant(b, loc, element, 0);
+    if (logarithm) {
+      Value sum = loopOverRow(
+          b, loc, width, {zero},
+          [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+            return SmallVector<Value>{reassociable(arith::AddFOp::create(
+                b, loc, acc[0], exp(b, loc, shiftedAt(b, loc, j))))};
+          })[0];
+      Value logSum = mathInF32(b, loc, sum, [](OpBuilder &b, Location loc, Value v) {
+        return Value(math::LogOp::create(b, loc, v));
+      });
+      return loopOverRow(
+          b, loc, width, {outRow},
+          [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
+            Value y = arith::SubFOp::create(b, loc, shiftedAt(b, loc, j), logSum);
+            return SmallVector<Value>{
+                tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
+          })[0];
+    }
+    // The exponentials go straight into the result row; the last pass
+    // divides them in place.
+    SmallVector<Value> expsAndSum = loopOverRow(
+        b, loc, width, {outRow, zero},
+        [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
+          Value e = exp(b, loc, shiftedAt(b, loc, j));
+          return SmallVector<Value>{
+              tensor::InsertOp::create(b, loc, e, carried[0], ValueRange{j}),
+              reassociable(arith::AddFOp::create(b, loc, carried[1], e))};
+        });
+    Value sum = expsAndSum[1];
+    return loopOverRow(
+        b, loc, width, {expsAndSum[0]},
+        [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
+          Value y = arith::DivFOp::create(b, loc, elementAt(b, loc, out[0], j), sum);
+          return SmallVector<Value>{
+              tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
+        })[0];
+  });
+}
+
+/// softmax or log_softmax of `x` along `axis`. Along the last dim this is a
+/// row kernel; along another dim the row is strided, and it stays a few
+/// reduction and elementwise generics.
 Value softmax(OpBuilder &b, Location loc, Value x, int64_t axis,
               bool logarithm) {
+  if (axis == typeOf(x).getRank() - 1)
+    return softmaxRows(b, loc, x, logarithm);
   RankedTensorType type = typeOf(x);
   MLIRContext *ctx = b.getContext();
   int64_t rank = type.getRank();
@@ -1177,7 +1289,8 @@ struct ConvertWeftToLinalgPass
     ConversionTarget target(*ctx);
     target.addIllegalDialect<WeftDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, tensor::TensorDialect,
+                           math::MathDialect, scf::SCFDialect,
+                           tensor::TensorDialect,
                            func::FuncDialect>();
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

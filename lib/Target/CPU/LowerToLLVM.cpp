@@ -28,7 +28,8 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
       "weft-contractions-to-blas,"
       // Parallel dims become OpenMP work-sharing loops; reductions stay
       // sequential inside them.
-      "func.func(convert-linalg-to-parallel-loops),weft-serialize-inner-loop,"
+      "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel),"
+      "weft-serialize-inner-loop,"
       "convert-scf-to-openmp,"
       "func.func(math-extend-to-supported-types),weft-approximate-math,"
       "lower-affine,expand-strided-metadata,lower-affine,"

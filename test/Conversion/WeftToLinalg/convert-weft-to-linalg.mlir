@@ -31,15 +31,85 @@ func.func @batched_matmul(%a: tensor<4x2x3xf32>, %b: tensor<3x5xf32>) -> tensor<
 
 // -----
 
-// Softmax: max, exp(x - max), sum, divide.
+// Softmax over the last dim is a row kernel: per row, a max pass, an exp
+// pass that writes the row and sums it, and a divide pass in place.
 // CHECK-LABEL: func.func @softmax
-// CHECK: arith.maxnumf
+// CHECK: scf.forall (%[[ROW:.*]]) in (2) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<2x8xf32>)
+// CHECK: %[[X:.*]] = tensor.extract_slice %{{.*}}[%[[ROW]], 0] [1, 8] [1, 1] : tensor<2x8xf32> to tensor<8xf32>
+// CHECK: %[[MAX:.*]] = scf.for {{.*}} -> (f32)
+// CHECK: arith.maxnumf {{.*}} fastmath<reassoc,contract>
+// CHECK: %[[EXPS:.*]]:2 = scf.for {{.*}} -> (tensor<8xf32>, f32)
+// CHECK: arith.subf %{{.*}}, %[[MAX]]
 // CHECK: math.exp
-// CHECK: arith.addf
-// CHECK: arith.divf
+// CHECK: tensor.insert
+// CHECK: arith.addf {{.*}} fastmath<reassoc,contract>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[EXPS]]#0)
+// CHECK: arith.divf %{{.*}}, %[[EXPS]]#1
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[ROW]], 0] [1, 8] [1, 1]
 func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %0 = weft.softmax %x {axis = 1} : tensor<2x8xf32>
   return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// log_softmax: max, sum of exponentials, then x - max - log(sum).
+// CHECK-LABEL: func.func @log_softmax
+// CHECK: scf.forall
+// CHECK: arith.maxnumf
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: arith.subf
+// CHECK: arith.subf
+// CHECK: tensor.insert
+func.func @log_softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = weft.log_softmax %x {axis = 1} : tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// Softmax along an inner dim reads strided rows: reduction generics.
+// CHECK-LABEL: func.func @softmax_inner_axis
+// CHECK-NOT: scf.forall
+// CHECK: linalg.generic
+// CHECK: arith.maxnumf
+func.func @softmax_inner_axis(%x: tensor<2x8x3xf32>) -> tensor<2x8x3xf32> {
+  %0 = weft.softmax %x {axis = 1} : tensor<2x8x3xf32>
+  return %0 : tensor<2x8x3xf32>
+}
+
+// -----
+
+// Layer norm over the trailing two dims: rows of 3 x 8 = 24 elements, one
+// forall iteration per row, mean and variance passes, then the write pass.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [2, 24]
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK: %[[SUM:.*]] = scf.for {{.*}} -> (f32)
+// CHECK: %[[MEAN:.*]] = arith.divf %[[SUM]]
+// CHECK: %[[SQUARES:.*]] = scf.for {{.*}} -> (f32)
+// CHECK: arith.subf %{{.*}}, %[[MEAN]]
+// CHECK: arith.divf %[[SQUARES]]
+// CHECK: math.rsqrt
+// CHECK: scf.for {{.*}} -> (tensor<24xf32>)
+// CHECK: tensor.insert
+func.func @layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<3x8xf32>, %b: tensor<3x8xf32>) -> tensor<2x3x8xf32> {
+  %0 = weft.layer_norm %x, %g, %b {axis = 1, epsilon = 1.0e-5 : f64} : tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
+  return %0 : tensor<2x3x8xf32>
+}
+
+// -----
+
+// RMS norm has no mean pass.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: scf.forall (%{{.*}}) in (4)
+// CHECK-COUNT-2: scf.for %
+// CHECK-NOT: scf.for %
+// CHECK: tensor.parallel_insert_slice
+func.func @rms_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> tensor<4x8xf32> {
+  %0 = weft.rms_norm %x, %g {axis = 1, epsilon = 1.0e-6 : f64} : tensor<4x8xf32>, tensor<8xf32>
+  return %0 : tensor<4x8xf32>
 }
 
 // -----
