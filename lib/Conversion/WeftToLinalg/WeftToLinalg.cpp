@@ -38,7 +38,8 @@ SmallVector<utils::IteratorType> iterators(int64_t parallel,
 }
 
 Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type) {
-  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                 type.getElementType());
 }
 
 Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
@@ -135,8 +136,8 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
   } else if (from.getRank() > 1) {
     ReassociationIndices all(llvm::seq<int64_t>(0, from.getRank()).begin(),
                              llvm::seq<int64_t>(0, from.getRank()).end());
-    flatValue = tensor::CollapseShapeOp::create(b, loc, flat, v,
-                                                ArrayRef<ReassociationIndices>{all});
+    flatValue = tensor::CollapseShapeOp::create(
+        b, loc, flat, v, ArrayRef<ReassociationIndices>{all});
   }
   if (type.getRank() == 1)
     return flatValue;
@@ -154,11 +155,11 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
 Value reassociable(Value accumulated) {
   if (auto fastMath =
           accumulated.getDefiningOp<arith::ArithFastMathInterface>())
-    fastMath->setAttr(fastMath.getFastMathAttrName(),
-                      arith::FastMathFlagsAttr::get(
-                          accumulated.getContext(),
-                          arith::FastMathFlags::reassoc |
-                              arith::FastMathFlags::contract));
+    fastMath->setAttr(
+        fastMath.getFastMathAttrName(),
+        arith::FastMathFlagsAttr::get(accumulated.getContext(),
+                                      arith::FastMathFlags::reassoc |
+                                          arith::FastMathFlags::contract));
   return accumulated;
 }
 
@@ -230,15 +231,15 @@ Value geluScalar(OpBuilder &b, Location loc, Value x, bool tanhForm) {
     auto c = [&](double v) { return scalarConstant(b, loc, t, v); };
     Value inner;
     if (tanhForm) {
-      Value x3 = arith::MulFOp::create(
-          b, loc, x, arith::MulFOp::create(b, loc, x, x));
+      Value x3 =
+          arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
       Value poly = arith::AddFOp::create(
           b, loc, x, arith::MulFOp::create(b, loc, c(0.044715), x3));
       inner = math::TanhOp::create(
           b, loc, arith::MulFOp::create(b, loc, c(0.7978845608028654), poly));
     } else {
-      inner = math::ErfOp::create(b, loc,
-                                  arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
+      inner = math::ErfOp::create(
+          b, loc, arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
     }
     Value onePlus = arith::AddFOp::create(b, loc, c(1.0), inner);
     return arith::MulFOp::create(
@@ -252,8 +253,7 @@ Value geluScalar(OpBuilder &b, Location loc, Value x, bool tanhForm) {
 
 /// Lowers an op by a function of (op, operands, rewriter) returning the
 /// replacement values.
-template <typename OpTy>
-struct Lowering : public OpConversionPattern<OpTy> {
+template <typename OpTy> struct Lowering : public OpConversionPattern<OpTy> {
   using Fn = FailureOr<SmallVector<Value>> (*)(OpTy, ValueRange,
                                                ConversionPatternRewriter &);
   Lowering(MLIRContext *ctx, Fn fn) : OpConversionPattern<OpTy>(ctx), fn(fn) {}
@@ -284,8 +284,7 @@ Values lowerElementwise(OpTy op, ValueRange operands, OpBuilder &b,
 }
 
 #define WEFT_FLOAT_UNARY(OP, BODY)                                             \
-  Values lower##OP(OP op, ValueRange operands,                                 \
-                   ConversionPatternRewriter &b) {                             \
+  Values lower##OP(OP op, ValueRange operands, ConversionPatternRewriter &b) { \
     return lowerElementwise(                                                   \
         op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) {        \
           return mathInF32(b, loc, s[0],                                       \
@@ -306,20 +305,20 @@ WEFT_FLOAT_UNARY(SinOp, math::SinOp::create(b, loc, x))
 WEFT_FLOAT_UNARY(CosOp, math::CosOp::create(b, loc, x))
 WEFT_FLOAT_UNARY(ReciprocalOp,
                  arith::DivFOp::create(b, loc, scalarConstant(b, loc, t, 1), x))
-WEFT_FLOAT_UNARY(SigmoidOp,
-                 arith::DivFOp::create(
-                     b, loc, scalarConstant(b, loc, t, 1),
-                     arith::AddFOp::create(
-                         b, loc, scalarConstant(b, loc, t, 1),
-                         math::ExpOp::create(
-                             b, loc, arith::NegFOp::create(b, loc, x)))))
-WEFT_FLOAT_UNARY(SiluOp,
-                 arith::DivFOp::create(
-                     b, loc, x,
-                     arith::AddFOp::create(
-                         b, loc, scalarConstant(b, loc, t, 1),
-                         math::ExpOp::create(
-                             b, loc, arith::NegFOp::create(b, loc, x)))))
+WEFT_FLOAT_UNARY(
+    SigmoidOp,
+    arith::DivFOp::create(
+        b, loc, scalarConstant(b, loc, t, 1),
+        arith::AddFOp::create(
+            b, loc, scalarConstant(b, loc, t, 1),
+            math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x)))))
+WEFT_FLOAT_UNARY(
+    SiluOp,
+    arith::DivFOp::create(
+        b, loc, x,
+        arith::AddFOp::create(
+            b, loc, scalarConstant(b, loc, t, 1),
+            math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x)))))
 #undef WEFT_FLOAT_UNARY
 
 Values lowerGelu(GeluOp op, ValueRange operands, ConversionPatternRewriter &b) {
@@ -331,41 +330,40 @@ Values lowerGelu(GeluOp op, ValueRange operands, ConversionPatternRewriter &b) {
 }
 
 Values lowerNeg(NegOp op, ValueRange operands, ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                            if (llvm::isa<FloatType>(s[0].getType()))
-                              return arith::NegFOp::create(b, loc, s[0]);
-                            return arith::SubIOp::create(
-                                b, loc, scalarConstant(b, loc, s[0].getType(), 0),
-                                s[0]);
-                          });
+  return lowerElementwise(
+      op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        if (llvm::isa<FloatType>(s[0].getType()))
+          return arith::NegFOp::create(b, loc, s[0]);
+        return arith::SubIOp::create(
+            b, loc, scalarConstant(b, loc, s[0].getType(), 0), s[0]);
+      });
 }
 
 Values lowerAbs(AbsOp op, ValueRange operands, ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                            if (llvm::isa<FloatType>(s[0].getType()))
-                              return math::AbsFOp::create(b, loc, s[0]);
-                            return math::AbsIOp::create(b, loc, s[0]);
-                          });
+  return lowerElementwise(
+      op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        if (llvm::isa<FloatType>(s[0].getType()))
+          return math::AbsFOp::create(b, loc, s[0]);
+        return math::AbsIOp::create(b, loc, s[0]);
+      });
 }
 
 Values lowerRelu(ReluOp op, ValueRange operands, ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                            Value zero = scalarConstant(b, loc, s[0].getType(), 0);
-                            if (llvm::isa<FloatType>(s[0].getType()))
-                              return arith::MaximumFOp::create(b, loc, s[0], zero);
-                            return arith::MaxSIOp::create(b, loc, s[0], zero);
-                          });
+  return lowerElementwise(
+      op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        Value zero = scalarConstant(b, loc, s[0].getType(), 0);
+        if (llvm::isa<FloatType>(s[0].getType()))
+          return arith::MaximumFOp::create(b, loc, s[0], zero);
+        return arith::MaxSIOp::create(b, loc, s[0], zero);
+      });
 }
 
 Values lowerNot(NotOp op, ValueRange operands, ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                            return arith::XOrIOp::create(
-                                b, loc, s[0], scalarConstant(b, loc, s[0].getType(), 1));
-                          });
+  return lowerElementwise(
+      op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        return arith::XOrIOp::create(b, loc, s[0],
+                                     scalarConstant(b, loc, s[0].getType(), 1));
+      });
 }
 
 Values lowerCast(CastOp op, ValueRange operands, ConversionPatternRewriter &b) {
@@ -379,55 +377,57 @@ Values lowerCast(CastOp op, ValueRange operands, ConversionPatternRewriter &b) {
 /// Binary arithmetic: one builder for floats, one for integers.
 template <typename OpTy, typename FloatOp, typename IntOp>
 Values lowerArith(OpTy op, ValueRange operands, ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                            if (llvm::isa<FloatType>(s[0].getType()))
-                              return FloatOp::create(b, loc, s[0], s[1]);
-                            return IntOp::create(b, loc, s[0], s[1]);
-                          });
+  return lowerElementwise(
+      op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        if (llvm::isa<FloatType>(s[0].getType()))
+          return FloatOp::create(b, loc, s[0], s[1]);
+        return IntOp::create(b, loc, s[0], s[1]);
+      });
 }
 
 Values lowerPow(PowOp op, ValueRange operands, ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &b, Location loc, ValueRange s) {
-                            return mathInF32(
-                                b, loc, s[0], [&](OpBuilder &b, Location loc, Value x) {
-                                  Value y = castScalar(b, loc, s[1], x.getType());
-                                  return Value(math::PowFOp::create(b, loc, x, y));
-                                });
-                          });
+  return lowerElementwise(
+      op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) {
+        return mathInF32(b, loc, s[0],
+                         [&](OpBuilder &b, Location loc, Value x) {
+                           Value y = castScalar(b, loc, s[1], x.getType());
+                           return Value(math::PowFOp::create(b, loc, x, y));
+                         });
+      });
 }
 
 template <typename OpTy, typename LogicOp>
 Values lowerLogic(OpTy op, ValueRange operands, ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                            return LogicOp::create(b, loc, s[0], s[1]);
-                          });
+  return lowerElementwise(
+      op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        return LogicOp::create(b, loc, s[0], s[1]);
+      });
 }
 
 template <typename OpTy, arith::CmpFPredicate FP, arith::CmpIPredicate IP>
-Values lowerCompare(OpTy op, ValueRange operands, ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                            if (llvm::isa<FloatType>(s[0].getType()))
-                              return arith::CmpFOp::create(b, loc, FP, s[0], s[1]);
-                            return arith::CmpIOp::create(b, loc, IP, s[0], s[1]);
-                          });
+Values lowerCompare(OpTy op, ValueRange operands,
+                    ConversionPatternRewriter &b) {
+  return lowerElementwise(
+      op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        if (llvm::isa<FloatType>(s[0].getType()))
+          return arith::CmpFOp::create(b, loc, FP, s[0], s[1]);
+        return arith::CmpIOp::create(b, loc, IP, s[0], s[1]);
+      });
 }
 
 Values lowerWhere(WhereOp op, ValueRange operands,
                   ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                            return arith::SelectOp::create(b, loc, s[0], s[1], s[2]);
-                          });
+  return lowerElementwise(
+      op, operands, b, [](OpBuilder &b, Location loc, ValueRange s) -> Value {
+        return arith::SelectOp::create(b, loc, s[0], s[1], s[2]);
+      });
 }
 
 Values lowerExpand(ExpandOp op, ValueRange operands,
                    ConversionPatternRewriter &b) {
-  return lowerElementwise(op, operands, b,
-                          [](OpBuilder &, Location, ValueRange s) { return s[0]; });
+  return lowerElementwise(
+      op, operands, b,
+      [](OpBuilder &, Location, ValueRange s) { return s[0]; });
 }
 
 Values lowerConstant(ConstantOp op, ValueRange, ConversionPatternRewriter &b) {
@@ -445,22 +445,23 @@ Values lowerRange(RangeOp op, ValueRange, ConversionPatternRewriter &b) {
     return static_cast<double>(llvm::cast<IntegerAttr>(a).getInt());
   };
   double start = scalar(op.getStart()), step = scalar(op.getStep());
-  return one(linalg::GenericOp::create(
-                 b, loc, TypeRange{type}, ValueRange{},
-                 ValueRange{emptyTensor(b, loc, type)},
-                 {AffineMap::getMultiDimIdentityMap(1, b.getContext())},
-                 iterators(1),
-                 [&](OpBuilder &nb, Location nloc, ValueRange) {
-                   Value i = linalg::IndexOp::create(nb, nloc, 0);
-                   Value asInt = arith::IndexCastOp::create(nb, nloc, nb.getI64Type(), i);
-                   Value v = castScalar(nb, nloc, asInt, element);
-                   v = addScalars(nb, nloc,
-                                  mulScalars(nb, nloc, v,
-                                             scalarConstant(nb, nloc, element, step)),
-                                  scalarConstant(nb, nloc, element, start));
-                   linalg::YieldOp::create(nb, nloc, v);
-                 })
-                 .getResult(0));
+  return one(
+      linalg::GenericOp::create(
+          b, loc, TypeRange{type}, ValueRange{},
+          ValueRange{emptyTensor(b, loc, type)},
+          {AffineMap::getMultiDimIdentityMap(1, b.getContext())}, iterators(1),
+          [&](OpBuilder &nb, Location nloc, ValueRange) {
+            Value i = linalg::IndexOp::create(nb, nloc, 0);
+            Value asInt =
+                arith::IndexCastOp::create(nb, nloc, nb.getI64Type(), i);
+            Value v = castScalar(nb, nloc, asInt, element);
+            v = addScalars(nb, nloc,
+                           mulScalars(nb, nloc, v,
+                                      scalarConstant(nb, nloc, element, step)),
+                           scalarConstant(nb, nloc, element, start));
+            linalg::YieldOp::create(nb, nloc, v);
+          })
+          .getResult(0));
 }
 
 Values lowerTrilu(TriluOp op, ValueRange operands,
@@ -476,9 +477,10 @@ Values lowerTrilu(TriluOp op, ValueRange operands,
         // keep = col - row >= k (upper) or col - row <= k (lower)
         Value diff = arith::SubIOp::create(b, loc, col, row);
         Value k = arith::ConstantIndexOp::create(b, loc, diagonal);
-        Value keep = arith::CmpIOp::create(
-            b, loc, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
-            diff, k);
+        Value keep = arith::CmpIOp::create(b, loc,
+                                           upper ? arith::CmpIPredicate::sge
+                                                 : arith::CmpIPredicate::sle,
+                                           diff, k);
         return arith::SelectOp::create(
             b, loc, keep, s[0], scalarConstant(b, loc, s[0].getType(), 0));
       });
@@ -524,12 +526,12 @@ Values lowerReduce(OpTy op, ValueRange operands, ConversionPatternRewriter &b) {
     int64_t count = 1;
     for (int64_t a : axes)
       count *= typeOf(operands[0]).getDimSize(a);
-    reduced = elementwise(b, loc, typeOf(reduced), ValueRange{reduced},
-                          [count](OpBuilder &b, Location loc, ValueRange s) {
-                            return Value(arith::DivFOp::create(
-                                b, loc, s[0],
-                                scalarConstant(b, loc, s[0].getType(), count)));
-                          });
+    reduced = elementwise(
+        b, loc, typeOf(reduced), ValueRange{reduced},
+        [count](OpBuilder &b, Location loc, ValueRange s) {
+          return Value(arith::DivFOp::create(
+              b, loc, s[0], scalarConstant(b, loc, s[0].getType(), count)));
+        });
   }
   return one(reshapeTo(b, loc, reduced, op.getType()));
 }
@@ -545,7 +547,8 @@ Value rowwise(OpBuilder &b, Location loc, RankedTensorType type,
              ValueRange{emptyTensor(b, loc, type)}, allMaps,
              iterators(type.getRank()),
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args.drop_back()));
+               linalg::YieldOp::create(nb, nloc,
+                                       fn(nb, nloc, args.drop_back()));
              })
       .getResult(0);
 }
@@ -554,8 +557,8 @@ Value rowwise(OpBuilder &b, Location loc, RankedTensorType type,
 // Row kernels
 //===----------------------------------------------------------------------===//
 
-using RowLoopBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                                    Value, ValueRange)>;
+using RowLoopBody =
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)>;
 
 /// `scf.for j in [0, width)` carrying `inits`; `body(j, carried)` returns
 /// the next carried values.
@@ -609,8 +612,8 @@ Value rowKernel(OpBuilder &b, Location loc, Value x, int64_t axis,
                                                 offsets, sizes, strides);
   Value written = body(b, loc, row, outRow);
   b.setInsertionPointToStart(forall.getTerminator().getBody());
-  tensor::ParallelInsertSliceOp::create(b, loc, written, shared, offsets,
-                                        sizes, strides);
+  tensor::ParallelInsertSliceOp::create(b, loc, written, shared, offsets, sizes,
+                                        strides);
   b.setInsertionPointAfter(forall);
   return reshapeTo(b, loc, forall.getResult(0), type);
 }
@@ -628,48 +631,51 @@ Value normalize(OpBuilder &b, Location loc, Value x, Value scale, Value bias,
   scale = reshapeTo(b, loc, scale, featureType);
   if (bias)
     bias = reshapeTo(b, loc, bias, featureType);
-  return rowKernel(b, loc, x, axis, [&](OpBuilder &b, Location loc, Value row,
-                                        Value outRow) {
-    Value zero = scalarConstant(b, loc, element, 0);
-    Value count = scalarConstant(b, loc, element, width);
-    Value mean;
-    if (centered) {
-      Value sum = loopOverRow(
-          b, loc, width, {zero},
-          [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
-            return SmallVector<Value>{reassociable(arith::AddFOp::create(
-                b, loc, acc[0], elementAt(b, loc, row, j)))};
-          })[0];
-      mean = arith::DivFOp::create(b, loc, sum, count);
-    }
-    auto centeredAt = [&](OpBuilder &b, Location loc, Value j) {
-      Value v = elementAt(b, loc, row, j);
-      return mean ? Value(arith::SubFOp::create(b, loc, v, mean)) : v;
-    };
-    Value squares = loopOverRow(
-        b, loc, width, {zero},
-        [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
-          Value d = centeredAt(b, loc, j);
-          return SmallVector<Value>{reassociable(arith::AddFOp::create(
-              b, loc, acc[0], arith::MulFOp::create(b, loc, d, d)))};
-        })[0];
-    Value inverse = math::RsqrtOp::create(
-        b, loc,
-        arith::AddFOp::create(b, loc,
-                              arith::DivFOp::create(b, loc, squares, count),
-                              scalarConstant(b, loc, element, epsilon)));
-    return loopOverRow(
-        b, loc, width, {outRow},
-        [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
-          Value y = arith::MulFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, centeredAt(b, loc, j), inverse),
-              elementAt(b, loc, scale, j));
-          if (bias)
-            y = arith::AddFOp::create(b, loc, y, elementAt(b, loc, bias, j));
-          return SmallVector<Value>{
-              tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
-        })[0];
-  });
+  return rowKernel(
+      b, loc, x, axis,
+      [&](OpBuilder &b, Location loc, Value row, Value outRow) {
+        Value zero = scalarConstant(b, loc, element, 0);
+        Value count = scalarConstant(b, loc, element, width);
+        Value mean;
+        if (centered) {
+          Value sum = loopOverRow(
+              b, loc, width, {zero},
+              [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+                return SmallVector<Value>{reassociable(arith::AddFOp::create(
+                    b, loc, acc[0], elementAt(b, loc, row, j)))};
+              })[0];
+          mean = arith::DivFOp::create(b, loc, sum, count);
+        }
+        auto centeredAt = [&](OpBuilder &b, Location loc, Value j) {
+          Value v = elementAt(b, loc, row, j);
+          return mean ? Value(arith::SubFOp::create(b, loc, v, mean)) : v;
+        };
+        Value squares = loopOverRow(
+            b, loc, width, {zero},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+              Value d = centeredAt(b, loc, j);
+              return SmallVector<Value>{reassociable(arith::AddFOp::create(
+                  b, loc, acc[0], arith::MulFOp::create(b, loc, d, d)))};
+            })[0];
+        Value inverse = math::RsqrtOp::create(
+            b, loc,
+            arith::AddFOp::create(b, loc,
+                                  arith::DivFOp::create(b, loc, squares, count),
+                                  scalarConstant(b, loc, element, epsilon)));
+        return loopOverRow(
+            b, loc, width, {outRow},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
+              Value y = arith::MulFOp::create(
+                  b, loc,
+                  arith::MulFOp::create(b, loc, centeredAt(b, loc, j), inverse),
+                  elementAt(b, loc, scale, j));
+              if (bias)
+                y = arith::AddFOp::create(b, loc, y,
+                                          elementAt(b, loc, bias, j));
+              return SmallVector<Value>{
+                  tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
+            })[0];
+      });
 }
 
 Values lowerLayerNorm(LayerNormOp op, ValueRange operands,
@@ -698,58 +704,63 @@ Value softmaxRows(OpBuilder &b, Location loc, Value x, bool logarithm) {
       return Value(math::ExpOp::create(b, loc, v));
     });
   };
-  return rowKernel(b, loc, x, type.getRank() - 1, [&](OpBuilder &b,
-                                                      Location loc, Value row,
-                                                      Value outRow) {
-    // maxnumf (not maximumf) vectorizes; a NaN input still poisons the row
-    // through exp(x - max).
-    Value max = loopOverRow(
-        b, loc, width, {scalarConstant(b, loc, element, -INFINITY)},
-        [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
-          return SmallVector<Value>{reassociable(arith::MaxNumFOp::create(
-              b, loc, acc[0], elementAt(b, loc, row, j)))};
-        })[0];
-    auto shiftedAt = [&](OpBuilder &b, Location loc, Value j) {
-      return Value(arith::SubFOp::create(b, loc, elementAt(b, loc, row, j), max));
-    };
-    Value zero = scalarConstant(b, loc, element, 0);
-    if (logarithm) {
-      Value sum = loopOverRow(
-          b, loc, width, {zero},
-          [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
-            return SmallVector<Value>{reassociable(arith::AddFOp::create(
-                b, loc, acc[0], exp(b, loc, shiftedAt(b, loc, j))))};
-          })[0];
-      Value logSum = mathInF32(b, loc, sum, [](OpBuilder &b, Location loc, Value v) {
-        return Value(math::LogOp::create(b, loc, v));
+  return rowKernel(
+      b, loc, x, type.getRank() - 1,
+      [&](OpBuilder &b, Location loc, Value row, Value outRow) {
+        // maxnumf (not maximumf) vectorizes; a NaN input still poisons the row
+        // through exp(x - max).
+        Value max = loopOverRow(
+            b, loc, width, {scalarConstant(b, loc, element, -INFINITY)},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+              return SmallVector<Value>{reassociable(arith::MaxNumFOp::create(
+                  b, loc, acc[0], elementAt(b, loc, row, j)))};
+            })[0];
+        auto shiftedAt = [&](OpBuilder &b, Location loc, Value j) {
+          return Value(
+              arith::SubFOp::create(b, loc, elementAt(b, loc, row, j), max));
+        };
+        Value zero = scalarConstant(b, loc, element, 0);
+        if (logarithm) {
+          Value sum = loopOverRow(
+              b, loc, width, {zero},
+              [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+                return SmallVector<Value>{reassociable(arith::AddFOp::create(
+                    b, loc, acc[0], exp(b, loc, shiftedAt(b, loc, j))))};
+              })[0];
+          Value logSum =
+              mathInF32(b, loc, sum, [](OpBuilder &b, Location loc, Value v) {
+                return Value(math::LogOp::create(b, loc, v));
+              });
+          return loopOverRow(
+              b, loc, width, {outRow},
+              [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
+                Value y =
+                    arith::SubFOp::create(b, loc, shiftedAt(b, loc, j), logSum);
+                return SmallVector<Value>{
+                    tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
+              })[0];
+        }
+        // The exponentials go straight into the result row; the last pass
+        // divides them in place.
+        SmallVector<Value> expsAndSum = loopOverRow(
+            b, loc, width, {outRow, zero},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
+              Value e = exp(b, loc, shiftedAt(b, loc, j));
+              return SmallVector<Value>{
+                  tensor::InsertOp::create(b, loc, e, carried[0],
+                                           ValueRange{j}),
+                  reassociable(arith::AddFOp::create(b, loc, carried[1], e))};
+            });
+        Value sum = expsAndSum[1];
+        return loopOverRow(
+            b, loc, width, {expsAndSum[0]},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
+              Value y = arith::DivFOp::create(
+                  b, loc, elementAt(b, loc, out[0], j), sum);
+              return SmallVector<Value>{
+                  tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
+            })[0];
       });
-      return loopOverRow(
-          b, loc, width, {outRow},
-          [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
-            Value y = arith::SubFOp::create(b, loc, shiftedAt(b, loc, j), logSum);
-            return SmallVector<Value>{
-                tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
-          })[0];
-    }
-    // The exponentials go straight into the result row; the last pass
-    // divides them in place.
-    SmallVector<Value> expsAndSum = loopOverRow(
-        b, loc, width, {outRow, zero},
-        [&](OpBuilder &b, Location loc, Value j, ValueRange carried) {
-          Value e = exp(b, loc, shiftedAt(b, loc, j));
-          return SmallVector<Value>{
-              tensor::InsertOp::create(b, loc, e, carried[0], ValueRange{j}),
-              reassociable(arith::AddFOp::create(b, loc, carried[1], e))};
-        });
-    Value sum = expsAndSum[1];
-    return loopOverRow(
-        b, loc, width, {expsAndSum[0]},
-        [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
-          Value y = arith::DivFOp::create(b, loc, elementAt(b, loc, out[0], j), sum);
-          return SmallVector<Value>{
-              tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
-        })[0];
-  });
 }
 
 /// softmax or log_softmax of `x` along `axis`. Along the last dim this is a
@@ -788,15 +799,16 @@ Value softmax(OpBuilder &b, Location loc, Value x, int64_t axis,
                    [](OpBuilder &b, Location loc, ValueRange s) {
                      return Value(arith::DivFOp::create(b, loc, s[0], s[1]));
                    });
-  return rowwise(b, loc, type, {x, max, sum}, {identity, row, row},
-                 [](OpBuilder &b, Location loc, ValueRange s) {
-                   Value logSum = mathInF32(b, loc, s[2],
-                                            [](OpBuilder &b, Location loc, Value v) {
-                                              return Value(math::LogOp::create(b, loc, v));
-                                            });
-                   return Value(arith::SubFOp::create(
-                       b, loc, arith::SubFOp::create(b, loc, s[0], s[1]), logSum));
-                 });
+  return rowwise(
+      b, loc, type, {x, max, sum}, {identity, row, row},
+      [](OpBuilder &b, Location loc, ValueRange s) {
+        Value logSum =
+            mathInF32(b, loc, s[2], [](OpBuilder &b, Location loc, Value v) {
+              return Value(math::LogOp::create(b, loc, v));
+            });
+        return Value(arith::SubFOp::create(
+            b, loc, arith::SubFOp::create(b, loc, s[0], s[1]), logSum));
+      });
 }
 
 Values lowerSoftmax(SoftmaxOp op, ValueRange operands,
@@ -829,8 +841,8 @@ Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
     SmallVector<AffineExpr> exprs;
     int64_t offset = batchRank - (type.getRank() - 2);
     for (int64_t d = 0; d < type.getRank() - 2; ++d) {
-      bool broadcast = type.getDimSize(d) == 1 &&
-                       resultType.getDimSize(offset + d) != 1;
+      bool broadcast =
+          type.getDimSize(d) == 1 && resultType.getDimSize(offset + d) != 1;
       exprs.push_back(broadcast ? getAffineConstantExpr(0, ctx)
                                 : getAffineDimExpr(offset + d, ctx));
     }
@@ -852,7 +864,8 @@ Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
              [](OpBuilder &nb, Location nloc, ValueRange s) {
                linalg::YieldOp::create(
                    nb, nloc,
-                   addScalars(nb, nloc, s[2], mulScalars(nb, nloc, s[0], s[1])));
+                   addScalars(nb, nloc, s[2],
+                              mulScalars(nb, nloc, s[0], s[1])));
              })
       .getResult(0);
 }
@@ -865,17 +878,18 @@ Values lowerMatmul(MatmulOp op, ValueRange operands,
   Type element = lt.getElementType();
   // numpy promotion of 1-D operands, undone on the result.
   if (lt.getRank() == 1)
-    lhs = reshapeTo(b, loc, lhs, RankedTensorType::get({1, lt.getDimSize(0)}, element));
+    lhs = reshapeTo(b, loc, lhs,
+                    RankedTensorType::get({1, lt.getDimSize(0)}, element));
   if (rt.getRank() == 1)
-    rhs = reshapeTo(b, loc, rhs, RankedTensorType::get({rt.getDimSize(0), 1}, element));
+    rhs = reshapeTo(b, loc, rhs,
+                    RankedTensorType::get({rt.getDimSize(0), 1}, element));
   ArrayRef<int64_t> l = typeOf(lhs).getShape(), r = typeOf(rhs).getShape();
-  SmallVector<int64_t> shape =
-      *broadcastShapes(l.drop_back(2), r.drop_back(2));
+  SmallVector<int64_t> shape = *broadcastShapes(l.drop_back(2), r.drop_back(2));
   shape.push_back(l[l.size() - 2]);
   shape.push_back(r.back());
   auto resultType = RankedTensorType::get(shape, element);
-  Value product = contract(b, loc, lhs, rhs, filled(b, loc, resultType, 0),
-                           resultType);
+  Value product =
+      contract(b, loc, lhs, rhs, filled(b, loc, resultType, 0), resultType);
   return one(reshapeTo(b, loc, product, op.getType()));
 }
 
@@ -895,23 +909,26 @@ Values lowerLinear(LinearOp op, ValueRange operands,
   // Start from the broadcast bias, or zeros.
   Value init = filled(b, loc, resultType, 0);
   if (bias)
-    init = elementwise(b, loc, resultType, ValueRange{bias},
-                       [](OpBuilder &, Location, ValueRange s) { return s[0]; });
+    init =
+        elementwise(b, loc, resultType, ValueRange{bias},
+                    [](OpBuilder &, Location, ValueRange s) { return s[0]; });
   AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
              p = getAffineDimExpr(2, ctx);
-  SmallVector<AffineMap> maps{
-      AffineMap::get(3, 0, {i, p}, ctx),
-      AffineMap::get(3, 0, op.getTransposeWeight() ? ArrayRef<AffineExpr>{j, p}
-                                                   : ArrayRef<AffineExpr>{p, j},
-                     ctx),
-      AffineMap::get(3, 0, {i, j}, ctx)};
+  SmallVector<AffineMap> maps{AffineMap::get(3, 0, {i, p}, ctx),
+                              AffineMap::get(3, 0,
+                                             op.getTransposeWeight()
+                                                 ? ArrayRef<AffineExpr>{j, p}
+                                                 : ArrayRef<AffineExpr>{p, j},
+                                             ctx),
+                              AffineMap::get(3, 0, {i, j}, ctx)};
   Value product =
       linalg::GenericOp::create(
           b, loc, TypeRange{resultType}, ValueRange{flat, w}, ValueRange{init},
           maps, iterators(2, 1),
           [](OpBuilder &nb, Location nloc, ValueRange s) {
             linalg::YieldOp::create(
-                nb, nloc, addScalars(nb, nloc, s[2], mulScalars(nb, nloc, s[0], s[1])));
+                nb, nloc,
+                addScalars(nb, nloc, s[2], mulScalars(nb, nloc, s[0], s[1])));
           })
           .getResult(0);
   return one(reshapeTo(b, loc, product, op.getType()));
@@ -938,9 +955,9 @@ Values lowerConv(ConvOp op, ValueRange operands, ConversionPatternRewriter &b) {
       offsets[2 + d] = pads[d];
     }
     Value zeros = filled(b, loc, RankedTensorType::get(padded, element), 0);
-    x = tensor::InsertSliceOp::create(b, loc, x, zeros, ValueRange{}, ValueRange{},
-                                      ValueRange{}, offsets, xt.getShape(),
-                                      strides);
+    x = tensor::InsertSliceOp::create(b, loc, x, zeros, ValueRange{},
+                                      ValueRange{}, ValueRange{}, offsets,
+                                      xt.getShape(), strides);
   }
   // Loops: n, m, o_1..o_s, c, k_1..k_s.
   int64_t loops = 2 + 2 * spatial + 1;
@@ -969,19 +986,19 @@ Values lowerConv(ConvOp op, ValueRange operands, ConversionPatternRewriter &b) {
                .getResult(0);
   }
   (void)wt;
-  return one(linalg::GenericOp::create(
-                 b, loc, TypeRange{resultType}, ValueRange{x, w},
-                 ValueRange{init},
-                 {AffineMap::get(loops, 0, inExprs, ctx),
-                  AffineMap::get(loops, 0, wExprs, ctx),
-                  AffineMap::get(loops, 0, outExprs, ctx)},
-                 iterators(2 + spatial, 1 + spatial),
-                 [](OpBuilder &nb, Location nloc, ValueRange s) {
-                   linalg::YieldOp::create(
-                       nb, nloc,
-                       addScalars(nb, nloc, s[2], mulScalars(nb, nloc, s[0], s[1])));
-                 })
-                 .getResult(0));
+  return one(
+      linalg::GenericOp::create(
+          b, loc, TypeRange{resultType}, ValueRange{x, w}, ValueRange{init},
+          {AffineMap::get(loops, 0, inExprs, ctx),
+           AffineMap::get(loops, 0, wExprs, ctx),
+           AffineMap::get(loops, 0, outExprs, ctx)},
+          iterators(2 + spatial, 1 + spatial),
+          [](OpBuilder &nb, Location nloc, ValueRange s) {
+            linalg::YieldOp::create(
+                nb, nloc,
+                addScalars(nb, nloc, s[2], mulScalars(nb, nloc, s[0], s[1])));
+          })
+          .getResult(0));
 }
 
 Values lowerAttention(AttentionOp op, ValueRange operands,
@@ -1003,13 +1020,14 @@ Values lowerAttention(AttentionOp op, ValueRange operands,
           b, loc, TypeRange{scoresType}, ValueRange{q, k},
           ValueRange{filled(b, loc, scoresType, 0)},
           {AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, ctx),
-           AffineMap::get(5, 0, {dim(0), dim(1).floorDiv(group), dim(3), dim(4)},
-                          ctx),
+           AffineMap::get(
+               5, 0, {dim(0), dim(1).floorDiv(group), dim(3), dim(4)}, ctx),
            AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(3)}, ctx)},
           iterators(4, 1),
           [](OpBuilder &nb, Location nloc, ValueRange a) {
             linalg::YieldOp::create(
-                nb, nloc, addScalars(nb, nloc, a[2], mulScalars(nb, nloc, a[0], a[1])));
+                nb, nloc,
+                addScalars(nb, nloc, a[2], mulScalars(nb, nloc, a[0], a[1])));
           })
           .getResult(0);
   // Scale, mask and causal mask in one elementwise pass.
@@ -1034,8 +1052,8 @@ Values lowerAttention(AttentionOp op, ValueRange operands,
           Value j = linalg::IndexOp::create(b, loc, 3);
           Value limit = arith::AddIOp::create(
               b, loc, i, arith::ConstantIndexOp::create(b, loc, t - s));
-          Value hidden =
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, j, limit);
+          Value hidden = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::sgt, j, limit);
           x = arith::SelectOp::create(b, loc, hidden, negInf, x);
         }
         return x;
@@ -1048,13 +1066,14 @@ Values lowerAttention(AttentionOp op, ValueRange operands,
           b, loc, TypeRange{outType}, ValueRange{probabilities, v},
           ValueRange{filled(b, loc, outType, 0)},
           {AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, ctx),
-           AffineMap::get(5, 0, {dim(0), dim(1).floorDiv(group), dim(4), dim(3)},
-                          ctx),
+           AffineMap::get(
+               5, 0, {dim(0), dim(1).floorDiv(group), dim(4), dim(3)}, ctx),
            AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(3)}, ctx)},
           iterators(4, 1),
           [](OpBuilder &nb, Location nloc, ValueRange a) {
             linalg::YieldOp::create(
-                nb, nloc, addScalars(nb, nloc, a[2], mulScalars(nb, nloc, a[0], a[1])));
+                nb, nloc,
+                addScalars(nb, nloc, a[2], mulScalars(nb, nloc, a[0], a[1])));
           })
           .getResult(0));
 }
@@ -1084,13 +1103,15 @@ Values lowerGather(GatherOp op, ValueRange operands,
            AffineMap::getMultiDimIdentityMap(rank, ctx)},
           iterators(rank),
           [&](OpBuilder &nb, Location nloc, ValueRange a) {
-            Value index = arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), a[0]);
+            Value index =
+                arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), a[0]);
             // A negative index counts from the end.
             Value negative = arith::CmpIOp::create(
                 nb, nloc, arith::CmpIPredicate::slt, index,
                 arith::ConstantIndexOp::create(nb, nloc, 0));
             Value wrapped = arith::AddIOp::create(
-                nb, nloc, index, arith::ConstantIndexOp::create(nb, nloc, dimSize));
+                nb, nloc, index,
+                arith::ConstantIndexOp::create(nb, nloc, dimSize));
             index = arith::SelectOp::create(nb, nloc, negative, wrapped, index);
             SmallVector<Value> coords;
             for (int64_t d = 0; d < axis; ++d)
@@ -1099,7 +1120,8 @@ Values lowerGather(GatherOp op, ValueRange operands,
             for (int64_t d = axis + indexRank; d < rank; ++d)
               coords.push_back(linalg::IndexOp::create(nb, nloc, d));
             linalg::YieldOp::create(
-                nb, nloc, Value(tensor::ExtractOp::create(nb, nloc, data, coords)));
+                nb, nloc,
+                Value(tensor::ExtractOp::create(nb, nloc, data, coords)));
           })
           .getResult(0));
 }
@@ -1180,14 +1202,15 @@ Values lowerSlice(SliceOp op, ValueRange operands,
                    for (int64_t d = 0; d < rank; ++d) {
                      Value i = linalg::IndexOp::create(nb, nloc, d);
                      Value scaled = arith::MulIOp::create(
-                         nb, nloc, i, arith::ConstantIndexOp::create(nb, nloc, strides[d]));
+                         nb, nloc, i,
+                         arith::ConstantIndexOp::create(nb, nloc, strides[d]));
                      coords.push_back(arith::AddIOp::create(
                          nb, nloc, scaled,
                          arith::ConstantIndexOp::create(nb, nloc, offsets[d])));
                    }
-                   linalg::YieldOp::create(
-                       nb, nloc,
-                       Value(tensor::ExtractOp::create(nb, nloc, source, coords)));
+                   linalg::YieldOp::create(nb, nloc,
+                                           Value(tensor::ExtractOp::create(
+                                               nb, nloc, source, coords)));
                  })
                  .getResult(0));
 }
@@ -1290,8 +1313,7 @@ struct ConvertWeftToLinalgPass
     target.addIllegalDialect<WeftDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, scf::SCFDialect,
-                           tensor::TensorDialect,
-                           func::FuncDialect>();
+                           tensor::TensorDialect, func::FuncDialect>();
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();
