@@ -32,14 +32,14 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
   StringRef name = attr.getName().getValue();
   if (name == kWeightsAttrName) {
     if (!isa<ModuleOp>(op) || !llvm::isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << name
-                             << "' must be a string attribute on a module";
+      return op->emitError()
+             << "'" << name << "' must be a string attribute on a module";
     return success();
   }
   if (name == kMemoryPlanAttrName) {
     if (!isa<ModuleOp>(op) || !llvm::isa<DictionaryAttr>(attr.getValue()))
-      return op->emitError() << "'" << name
-                             << "' must be a dictionary on a module";
+      return op->emitError()
+             << "'" << name << "' must be a dictionary on a module";
     return success();
   }
   if (name == kOutputsAttrName) {
@@ -47,12 +47,29 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
     auto names = llvm::dyn_cast<ArrayAttr>(attr.getValue());
     if (!func || !names ||
         !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
-      return op->emitError() << "'" << name
-                             << "' must be an array of strings on a function";
+      return op->emitError()
+             << "'" << name << "' must be an array of strings on a function";
     if (names.size() != func.getNumResults())
-      return op->emitError() << "'" << name << "' names " << names.size()
-                             << " results but the function has "
-                             << func.getNumResults();
+      return op->emitError()
+             << "'" << name << "' names " << names.size()
+             << " results but the function has " << func.getNumResults();
+    return success();
+  }
+  if (name == kAxisNamesAttrName) {
+    auto names = llvm::dyn_cast<ArrayAttr>(attr.getValue());
+    if (!names ||
+        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitError() << "'" << name << "' must be an array of strings";
+    return success();
+  }
+  if (name == kPriorityAttrName) {
+    if (!llvm::isa<IntegerAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be an integer";
+    return success();
+  }
+  if (name == kBlocksAttrName) {
+    if (!llvm::isa<DenseI64ArrayAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be an i64 array";
     return success();
   }
   return op->emitError() << "unknown weft attribute '" << name << "'";
@@ -63,11 +80,25 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name != kParamAttrName && name != kInputAttrName)
+  if (name != kParamAttrName && name != kInputAttrName &&
+      name != kShardingAttrName)
     return op->emitError() << "unknown weft argument attribute '" << name
                            << "'";
   if (!llvm::isa<StringAttr>(attr.getValue()))
     return op->emitError() << "'" << name << "' on argument #" << argIndex
+                           << " must be a string";
+  return success();
+}
+
+LogicalResult WeftDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kShardingAttrName)
+    return op->emitError() << "unknown weft result attribute '" << name << "'";
+  if (!llvm::isa<StringAttr>(attr.getValue()))
+    return op->emitError() << "'" << name << "' on result #" << resultIndex
                            << " must be a string";
   return success();
 }

@@ -27,6 +27,7 @@ def Weft_Dialect : Dialect {
   let hasConstantMaterializer = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Argument attribute naming a model weight (a StringAttr).
     static constexpr ::llvm::StringLiteral kParamAttrName = "weft.param";
@@ -39,6 +40,17 @@ def Weft_Dialect : Dialect {
     /// Module attribute: the CPU backend's memory plan (a dictionary).
     static constexpr ::llvm::StringLiteral kMemoryPlanAttrName =
         "weft.memory_plan";
+    /// On a `shard.grid`: the names of its axes (an ArrayAttr of StringAttr).
+    static constexpr ::llvm::StringLiteral kAxisNamesAttrName =
+        "weft.axis_names";
+    /// On a `shard.shard`: the priority of a preset annotation (0 is a
+    /// user's, and the strongest).
+    static constexpr ::llvm::StringLiteral kPriorityAttrName = "weft.priority";
+    /// On a `shard.sharding`: interleaved blocks per dim (DenseI64Array).
+    static constexpr ::llvm::StringLiteral kBlocksAttrName = "weft.blocks";
+    /// Argument and result attribute after partitioning: how the global
+    /// tensor is split, e.g. "[dp], [], [tp]" (a StringAttr).
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "weft.sharding";
   }];
 }
 

@@ -3,6 +3,9 @@
 #ifndef WEFT_DIALECT_WEFT_TRANSFORMS_PASSES_H
 #define WEFT_DIALECT_WEFT_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 

@@ -57,4 +57,81 @@ def WeftFuseAttention : Pass<"weft-fuse-attention"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// SPMD partitioning
+//===----------------------------------------------------------------------===//
+
+def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
+  let summary = "Create the device mesh and annotate a parallelism strategy";
+  let description = [{
+    Creates the `shard.grid` (named axes in `weft.axis_names`) and inserts
+    `shard.shard` annotations, marked `weft.priority`, for the chosen
+    strategies; annotations the user wrote (no `weft.priority`) are kept and
+    win over presets in `weft-propagate-sharding`.
+    - `dp`: every model input is split on its batch dim (dim 0) over `dp`.
+    - `megatron`: Megatron-LM tensor parallelism over `tp`. A linear whose
+      result reaches another linear only through head-local ops
+      (elementwise, reshape, transpose, split, attention, slice, concat) is
+      split by columns and that other linear by rows. A fused projection
+      whose result is split into equal parts (Q, K, V) is split part by
+      part. The embedding table (gathered on axis 0) is split by rows
+      (vocab-parallel), and a linear that feeds a model output (the LM
+      head) by columns.
+    - `sequence-parallel`: the inputs and results of layer and RMS norms
+      are split on the sequence dim (the second-to-last) over `tp`, at a
+      lower priority than the weight annotations.
+
+    ```
+    weft-opt --weft-shard-presets="mesh=dp=2,tp=2 parallel=dp,megatron"
+    ```
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "Mesh axes, e.g. 'dp=2,tp=2' (needed unless the module has one)">,
+    ListOption<"parallel", "parallel", "std::string",
+               "Strategies: dp, megatron">,
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"false",
+           "Split norm regions on the sequence dim over tp">
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::shard::ShardDialect"];
+}
+
+def WeftPropagateSharding : Pass<"weft-propagate-sharding", "::mlir::ModuleOp"> {
+  let summary = "Propagate shardings through weft ops to a fixpoint";
+  let description = [{
+    Starts from the `shard.shard` annotations (a user's, priority 0, over
+    presets, `weft.priority` 1 and 2) and spreads them through the sharding
+    rule of every op (`getShardingRule`: Shardy-style factors) until nothing
+    changes, in rounds of increasing priority: a dim set from a stronger
+    annotation is never overridden by a weaker one. A dim that would be
+    split but does not divide by the mesh axes is an error naming the op,
+    the tensor, the dim and the axis. Every split value is then annotated
+    with a `shard.shard` right after its definition (arguments: at the top
+    of the function), and the input annotations are removed.
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def WeftPartition : Pass<"weft-partition", "::mlir::ModuleOp"> {
+  let summary = "Rewrite annotated weft IR into per-rank code with collectives";
+  let description = [{
+    Rewrites each function to what one rank computes: every op on its local
+    shapes, following the annotations of `weft-propagate-sharding`. Where a
+    value's sharding must change for its user, it inserts the one
+    collective that does it: `shard.all_reduce` (a partial sum to
+    replicated), `shard.reduce_scatter` (a partial sum to split),
+    `shard.all_gather` (split to replicated), `shard.all_to_all` (split on
+    another dim) or `shard.all_slice` (replicated to split, no
+    communication). A contraction over a split dim leaves a partial sum that
+    is reduced only where a user needs it whole, so a Megatron block has one
+    all-reduce. Arguments and results carry `weft.sharding` so that the
+    runtime can split inputs and weights and assemble outputs.
+  }];
+  let dependentDialects = [
+    "::weft::WeftDialect", "::mlir::shard::ShardDialect",
+    "::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // WEFT_DIALECT_WEFT_TRANSFORMS_PASSES_TD

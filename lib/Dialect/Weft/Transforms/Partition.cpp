@@ -1,0 +1,630 @@
+//===- Partition.cpp - Per-rank code with explicit collectives ------------===//
+//
+// Every value has a desired sharding (its annotation, else replicated) and,
+// once rewritten, an actual one. For each op the partitioner picks how to
+// split its factors (from its results' desired shardings or from its
+// operands' actual ones, whichever moves fewer bytes), reshards the operands
+// to match, and emits the op on local shapes. A contraction over a split
+// factor leaves a partial sum; it is reduced only where a user needs the
+// value whole, and straight into a split (reduce-scatter) when the user
+// wants that. Reshards of one value to one sharding are emitted once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Dialect/Weft/Transforms/Passes.h"
+#include "weft/Dialect/Weft/Transforms/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace weft {
+#define GEN_PASS_DEF_WEFTPARTITION
+#include "weft/Dialect/Weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+RankedTensorType withShape(RankedTensorType type, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+int64_t bytesOf(RankedTensorType type) {
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// One collective (or local slice) of a reshard.
+struct Step {
+  enum Kind { AllReduce, ReduceScatter, AllGather, AllToAll, AllSlice } kind;
+  SmallVector<MeshAxis> axes;
+  int64_t dim = 0;       // scatter/gather/slice dim; all_to_all: split dim
+  int64_t concatDim = 0; // all_to_all only
+};
+
+bool isPrefix(ArrayRef<MeshAxis> prefix, ArrayRef<MeshAxis> full) {
+  return prefix.size() <= full.size() &&
+         prefix == full.take_front(prefix.size());
+}
+
+/// The dim of `to` that takes `axis` next (cur's axes there are a prefix
+/// of to's and `axis` follows), if any.
+std::optional<int64_t> dimTakingNext(const TensorSharding &cur,
+                                     const TensorSharding &to, MeshAxis axis) {
+  for (auto [dim, target] : llvm::enumerate(to.dims)) {
+    const DimSharding &now = cur.dims[dim];
+    if (target.blocks == 1 && isPrefix(now.axes, target.axes) &&
+        now.axes.size() < target.axes.size() &&
+        target.axes[now.axes.size()] == axis)
+      return dim;
+  }
+  return std::nullopt;
+}
+
+/// The collectives that turn `from` into `to`, or failure for a change
+/// Weft cannot express (an interleaved dim that would move).
+FailureOr<SmallVector<Step>> planReshard(TensorSharding cur,
+                                         const TensorSharding &to) {
+  SmallVector<Step> steps;
+  SmallVector<MeshAxis> reduceAll;
+  for (MeshAxis axis : cur.partial) {
+    if (std::optional<int64_t> dim = dimTakingNext(cur, to, axis)) {
+      steps.push_back({Step::ReduceScatter, {axis}, *dim});
+      cur.dims[*dim].axes.push_back(axis);
+      cur.dims[*dim].blocks = 1;
+    } else {
+      reduceAll.push_back(axis);
+    }
+  }
+  if (!reduceAll.empty())
+    steps.push_back({Step::AllReduce, reduceAll});
+  cur.partial.clear();
+  for (int64_t dim = 0; dim < static_cast<int64_t>(cur.dims.size()); ++dim) {
+    DimSharding &now = cur.dims[dim];
+    const DimSharding &target = to.dims[dim];
+    while (now.isSplit() && !(isPrefix(now.axes, target.axes) &&
+                              (now.blocks == target.blocks))) {
+      if (now.blocks > 1)
+        return failure();
+      MeshAxis axis = now.axes.back();
+      now.axes.pop_back();
+      if (std::optional<int64_t> other = dimTakingNext(cur, to, axis);
+          other && *other != dim) {
+        steps.push_back({Step::AllToAll, {axis}, *other, dim});
+        cur.dims[*other].axes.push_back(axis);
+      } else {
+        steps.push_back({Step::AllGather, {axis}, dim});
+      }
+    }
+  }
+  for (int64_t dim = 0; dim < static_cast<int64_t>(cur.dims.size()); ++dim) {
+    DimSharding &now = cur.dims[dim];
+    const DimSharding &target = to.dims[dim];
+    if (now.axes.size() < target.axes.size() && target.blocks > 1)
+      return failure();
+    while (now.axes.size() < target.axes.size()) {
+      MeshAxis axis = target.axes[now.axes.size()];
+      steps.push_back({Step::AllSlice, {axis}, dim});
+      now.axes.push_back(axis);
+    }
+    now.blocks = target.blocks;
+  }
+  return steps;
+}
+
+/// Bytes a rank moves for `steps`, starting from a local tensor of `type`.
+int64_t costOf(ArrayRef<Step> steps, RankedTensorType type, const Mesh &mesh) {
+  int64_t cost = 0;
+  SmallVector<int64_t> shape(type.getShape());
+  for (const Step &step : steps) {
+    int64_t bytes = bytesOf(withShape(type, shape));
+    int64_t parts = mesh.size(step.axes);
+    switch (step.kind) {
+    case Step::AllReduce:
+      cost += 2 * bytes;
+      break;
+    case Step::ReduceScatter:
+      cost += bytes;
+      shape[step.dim] /= parts;
+      break;
+    case Step::AllGather:
+      cost += bytes * parts;
+      shape[step.dim] *= parts;
+      break;
+    case Step::AllToAll:
+      cost += bytes;
+      shape[step.dim] /= parts;
+      shape[step.concatDim] *= parts;
+      break;
+    case Step::AllSlice:
+      shape[step.dim] /= parts;
+      break;
+    }
+  }
+  return cost;
+}
+
+struct Local {
+  Value value;
+  TensorSharding sharding;
+};
+
+/// A choice of how to split an op's factors, with what it implies.
+struct OpPlan {
+  SmallVector<std::optional<DimSharding>> factors;
+  SmallVector<TensorSharding> operands;
+  SmallVector<TensorSharding> results;
+  int64_t cost = 0;
+};
+
+class Partitioner {
+public:
+  Partitioner(const Mesh &mesh, func::FuncOp func)
+      : mesh(mesh), func(func), builder(func.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  TensorSharding desiredOf(Value global) {
+    auto it = desired.find(global);
+    if (it != desired.end())
+      return it->second;
+    return TensorSharding::replicated(tensorType(global).getRank());
+  }
+
+  FailureOr<Value> reshard(Value global, const TensorSharding &to,
+                           Operation *user);
+  Value emitStep(Value value, const Step &step, Location loc);
+  OpPlan planOp(Operation *op, const OpShardingRule &rule, bool resultsFirst);
+  LogicalResult partitionOp(Operation *op);
+  LogicalResult partitionLinearWithSplitBias(LinearOp op, const OpPlan &plan,
+                                             ArrayRef<Value> operands);
+  LogicalResult partitionVocabGather(GatherOp op, const OpPlan &plan,
+                                     ArrayRef<Value> operands);
+  LogicalResult partitionReturn(func::ReturnOp op);
+
+  const Mesh &mesh;
+  func::FuncOp func;
+  OpBuilder builder;
+  llvm::DenseMap<Value, TensorSharding> desired;
+  llvm::DenseMap<Value, Local> locals;
+  /// Reshards already emitted: (global value, target) -> local value.
+  SmallVector<std::tuple<Value, TensorSharding, Value>> reshards;
+};
+
+Value Partitioner::emitStep(Value value, const Step &step, Location loc) {
+  RankedTensorType type = tensorType(value);
+  SmallVector<int64_t> shape(type.getShape());
+  int64_t parts = mesh.size(step.axes);
+  auto grid = FlatSymbolRefAttr::get(builder.getContext(), mesh.symbol);
+  auto axes = builder.getDenseI16ArrayAttr(step.axes);
+  switch (step.kind) {
+  case Step::AllReduce:
+    return shard::AllReduceOp::create(builder, loc, type, grid, axes, value);
+  case Step::ReduceScatter:
+    shape[step.dim] /= parts;
+    return shard::ReduceScatterOp::create(
+        builder, loc, withShape(type, shape), grid, axes, value,
+        shard::ReductionKindAttr::get(builder.getContext(),
+                                      shard::ReductionKind::Sum),
+        builder.getIndexAttr(step.dim));
+  case Step::AllGather:
+    shape[step.dim] *= parts;
+    return shard::AllGatherOp::create(builder, loc, withShape(type, shape),
+                                      grid, axes, value,
+                                      builder.getIndexAttr(step.dim));
+  case Step::AllToAll:
+    shape[step.dim] /= parts;
+    shape[step.concatDim] *= parts;
+    return shard::AllToAllOp::create(
+        builder, loc, withShape(type, shape), grid, axes, value,
+        builder.getIndexAttr(step.dim), builder.getIndexAttr(step.concatDim));
+  case Step::AllSlice:
+    shape[step.dim] /= parts;
+    return shard::AllSliceOp::create(builder, loc, withShape(type, shape), grid,
+                                     axes, value,
+                                     builder.getIndexAttr(step.dim));
+  }
+  llvm_unreachable("unknown step");
+}
+
+FailureOr<Value> Partitioner::reshard(Value global, const TensorSharding &to,
+                                      Operation *user) {
+  const Local &local = locals.at(global);
+  if (local.sharding == to)
+    return local.value;
+  for (auto &[value, target, result] : reshards)
+    if (value == global && target == to)
+      return result;
+  FailureOr<SmallVector<Step>> steps = planReshard(local.sharding, to);
+  if (failed(steps))
+    return user->emitError()
+           << "cannot reshard " << describeTensor(global) << " from "
+           << local.sharding.describe(mesh) << " to " << to.describe(mesh)
+           << ": an interleaved dim would have to move";
+  OpBuilder::InsertionGuard guard(builder);
+  // Right after the value, so that every later user can share it.
+  if (Operation *def = local.value.getDefiningOp())
+    builder.setInsertionPointAfter(def);
+  else
+    builder.setInsertionPointToStart(&func.getBody().front());
+  Value value = local.value;
+  for (const Step &step : *steps)
+    value = emitStep(value, step, global.getLoc());
+  reshards.emplace_back(global, to, value);
+  return value;
+}
+
+OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
+                           bool resultsFirst) {
+  OpPlan plan;
+  plan.factors.resize(rule.kinds.size());
+  // Tensors: operands, then results; the axes each already uses.
+  size_t numOperands = op->getNumOperands();
+  SmallVector<SmallVector<MeshAxis>> used(numOperands + op->getNumResults());
+  auto factorsOf = [&](size_t tensor) -> ArrayRef<int64_t> {
+    return tensor < numOperands ? rule.operandFactors[tensor]
+                                : rule.resultFactors[tensor - numOperands];
+  };
+  auto tryAssign = [&](int64_t factor, const DimSharding &sharding) {
+    if (factor < 0 || plan.factors[factor] ||
+        rule.kinds[factor] == FactorKind::Whole)
+      return;
+    for (size_t tensor = 0; tensor < used.size(); ++tensor)
+      if (llvm::is_contained(factorsOf(tensor), factor))
+        for (MeshAxis axis : sharding.axes)
+          if (llvm::is_contained(used[tensor], axis))
+            return;
+    plan.factors[factor] = sharding;
+    for (size_t tensor = 0; tensor < used.size(); ++tensor)
+      if (llvm::is_contained(factorsOf(tensor), factor))
+        llvm::append_range(used[tensor], sharding.axes);
+  };
+  auto fromResults = [&] {
+    for (auto [index, result] : llvm::enumerate(op->getResults())) {
+      TensorSharding sharding = desiredOf(result);
+      for (auto [dim, factor] : llvm::enumerate(rule.resultFactors[index]))
+        if (sharding.dims[dim].isSplit())
+          tryAssign(factor, sharding.dims[dim]);
+    }
+  };
+  auto fromOperands = [&] {
+    for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+      const TensorSharding &sharding = locals.at(operand).sharding;
+      for (auto [dim, factor] : llvm::enumerate(rule.operandFactors[index])) {
+        const DimSharding &dimSharding = sharding.dims[dim];
+        int64_t blocks = rule.operandBlocks[index][dim];
+        if (dimSharding.isSplit() && dimSharding.blocks % blocks == 0)
+          tryAssign(factor,
+                    DimSharding{dimSharding.axes, dimSharding.blocks / blocks});
+      }
+    }
+  };
+  if (resultsFirst) {
+    fromResults();
+    fromOperands();
+  } else {
+    fromOperands();
+    fromResults();
+  }
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    TensorSharding required =
+        TensorSharding::replicated(tensorType(operand).getRank());
+    for (auto [dim, factor] : llvm::enumerate(rule.operandFactors[index]))
+      if (factor >= 0 && plan.factors[factor]) {
+        required.dims[dim] = *plan.factors[factor];
+        required.dims[dim].blocks *= rule.operandBlocks[index][dim];
+      }
+    FailureOr<SmallVector<Step>> steps =
+        planReshard(locals.at(operand).sharding, required);
+    plan.cost +=
+        succeeded(steps)
+            ? costOf(*steps, tensorType(locals.at(operand).value), mesh)
+            : INT64_MAX / 4;
+    plan.operands.push_back(required);
+  }
+  SmallVector<MeshAxis> partial;
+  for (auto [factor, sharding] : llvm::enumerate(plan.factors))
+    if (sharding && rule.kinds[factor] == FactorKind::Reduction)
+      llvm::append_range(partial, sharding->axes);
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    TensorSharding produced =
+        TensorSharding::replicated(tensorType(result).getRank());
+    for (auto [dim, factor] : llvm::enumerate(rule.resultFactors[index]))
+      if (factor >= 0 && plan.factors[factor])
+        produced.dims[dim] = *plan.factors[factor];
+    produced.partial = partial;
+    FailureOr<SmallVector<Step>> steps =
+        planReshard(produced, desiredOf(result));
+    SmallVector<int64_t> localShape =
+        produced.localShape(tensorType(result).getShape(), mesh);
+    plan.cost +=
+        succeeded(steps)
+            ? costOf(*steps, withShape(tensorType(result), localShape), mesh)
+            : INT64_MAX / 4;
+    plan.results.push_back(produced);
+  }
+  return plan;
+}
+
+/// Sets each result of `local` to its local shape under `shardings`.
+void setLocalResultTypes(Operation *local, Operation *global,
+                         ArrayRef<TensorSharding> shardings, const Mesh &mesh) {
+  for (auto [index, result] : llvm::enumerate(global->getResults())) {
+    RankedTensorType type = tensorType(result);
+    local->getResult(index).setType(
+        withShape(type, shardings[index].localShape(type.getShape(), mesh)));
+  }
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op) {
+  std::optional<OpShardingRule> rule = getShardingRule(op);
+  OpPlan plan;
+  if (rule) {
+    OpPlan resultsFirst = planOp(op, *rule, true);
+    OpPlan operandsFirst = planOp(op, *rule, false);
+    plan =
+        operandsFirst.cost < resultsFirst.cost ? operandsFirst : resultsFirst;
+  } else {
+    for (Value operand : op->getOperands())
+      plan.operands.push_back(
+          TensorSharding::replicated(tensorType(operand).getRank()));
+    for (Value result : op->getResults())
+      plan.results.push_back(
+          TensorSharding::replicated(tensorType(result).getRank()));
+  }
+  SmallVector<Value> operands;
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    FailureOr<Value> local = reshard(operand, plan.operands[index], op);
+    if (failed(local))
+      return failure();
+    operands.push_back(*local);
+  }
+  builder.setInsertionPoint(op);
+
+  // Ops whose local form differs from the global one.
+  if (auto linear = dyn_cast<LinearOp>(op);
+      linear && linear.getBias() && !plan.results[0].partial.empty())
+    return partitionLinearWithSplitBias(linear, plan, operands);
+  if (auto gather = dyn_cast<GatherOp>(op);
+      gather && !plan.results[0].partial.empty())
+    return partitionVocabGather(gather, plan, operands);
+  if (isa<ConstantOp, RangeOp>(op) && !plan.results[0].isReplicated()) {
+    // Computed whole, then each rank keeps its slice.
+    Operation *whole = builder.clone(*op);
+    locals[op->getResult(0)] = {
+        whole->getResult(0),
+        TensorSharding::replicated(tensorType(op->getResult(0)).getRank())};
+    FailureOr<Value> sliced = reshard(op->getResult(0), plan.results[0], op);
+    if (failed(sliced))
+      return failure();
+    locals[op->getResult(0)] = {*sliced, plan.results[0]};
+    return success();
+  }
+
+  IRMapping mapping;
+  mapping.map(op->getOperands(), operands);
+  Operation *local = builder.clone(*op, mapping);
+  setLocalResultTypes(local, op, plan.results, mesh);
+  if (auto split = dyn_cast<SplitOp>(local)) {
+    int64_t axis = static_cast<int64_t>(split.getAxis());
+    int64_t parts = mesh.size(plan.results[0].dims[axis].axes);
+    SmallVector<int64_t> sizes;
+    for (int64_t size : split.getSizes())
+      sizes.push_back(size / parts);
+    split.setSizes(sizes);
+  }
+  if (auto slice = dyn_cast<SliceOp>(local)) {
+    SmallVector<int64_t> sizes(slice.getSizes());
+    for (auto [dim, sharding] : llvm::enumerate(plan.operands[0].dims))
+      sizes[dim] /= mesh.size(sharding.axes);
+    slice.setSizes(sizes);
+  }
+  for (auto [index, result] : llvm::enumerate(op->getResults()))
+    locals[result] = {local->getResult(index), plan.results[index]};
+  return success();
+}
+
+/// A row-split linear with a bias: the local products are partial sums, so
+/// the bias is added once, after the reduction.
+LogicalResult
+Partitioner::partitionLinearWithSplitBias(LinearOp op, const OpPlan &plan,
+                                          ArrayRef<Value> operands) {
+  Value global = op.getResult();
+  TensorSharding partial = plan.results[0];
+  auto product =
+      LinearOp::create(builder, op.getLoc(), operands[0], operands[1], Value(),
+                       op.getTransposeWeightAttr());
+  product.getResult().setType(withShape(
+      op.getType(), partial.localShape(op.getType().getShape(), mesh)));
+  locals[global] = {product.getResult(), partial};
+  TensorSharding whole = desiredOf(global);
+  FailureOr<Value> reduced = reshard(global, whole, op);
+  if (failed(reduced))
+    return failure();
+  // The bias follows the result's last dim.
+  TensorSharding biasSharding = TensorSharding::replicated(1);
+  biasSharding.dims[0] = whole.dims.back();
+  FailureOr<Value> bias = reshard(op.getBias(), biasSharding, op);
+  if (failed(bias))
+    return failure();
+  builder.setInsertionPoint(op);
+  auto sum = AddOp::create(builder, op.getLoc(), *reduced, *bias);
+  locals[global] = {sum.getResult(), whole};
+  return success();
+}
+
+/// A gather from a table split by rows: each rank looks up the indices in
+/// its row range and zeros the rest; the results are partial sums.
+LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
+                                                ArrayRef<Value> operands) {
+  Location loc = op.getLoc();
+  Value table = operands[0], indices = operands[1];
+  ArrayRef<MeshAxis> axes = plan.operands[0].dims[0].axes;
+  int64_t rows = tensorType(table).getDimSize(0);
+  // This rank's linear position along `axes` (major to minor).
+  auto position = shard::ProcessMultiIndexOp::create(
+      builder, loc, mesh.symbol, SmallVector<MeshAxis>(axes));
+  Value linear = arith::ConstantIndexOp::create(builder, loc, 0);
+  for (auto [index, axis] : llvm::enumerate(axes)) {
+    Value scaled = arith::MulIOp::create(
+        builder, loc, linear,
+        arith::ConstantIndexOp::create(builder, loc, mesh.sizes[axis]));
+    linear = arith::AddIOp::create(builder, loc, scaled,
+                                   position.getResult()[index]);
+  }
+  Type indexType = tensorType(indices).getElementType();
+  Value first = arith::MulIOp::create(
+      builder, loc, linear, arith::ConstantIndexOp::create(builder, loc, rows));
+  Value firstScalar =
+      arith::IndexCastOp::create(builder, loc, indexType, first);
+  Value firstTensor = tensor::FromElementsOp::create(
+      builder, loc, RankedTensorType::get({}, indexType), firstScalar);
+  auto scalarConstant = [&](Type type, double value) -> Value {
+    auto scalarType = RankedTensorType::get({}, type);
+    Attribute attr = llvm::isa<FloatType>(type)
+                         ? Attribute(builder.getFloatAttr(type, value))
+                         : Attribute(builder.getIntegerAttr(
+                               type, static_cast<int64_t>(value)));
+    return ConstantOp::create(builder, loc,
+                              DenseElementsAttr::get(scalarType, attr));
+  };
+  Value offset = SubOp::create(builder, loc, indices, firstTensor);
+  Value inRange = AndOp::create(
+      builder, loc,
+      GreaterEqualOp::create(builder, loc, offset,
+                             scalarConstant(indexType, 0)),
+      LessOp::create(builder, loc, offset, scalarConstant(indexType, rows)));
+  Value safe = WhereOp::create(builder, loc, inRange, offset,
+                               scalarConstant(indexType, 0));
+  auto lookup = GatherOp::create(builder, loc, table, safe, op.getAxisAttr());
+  // The mask gets trailing unit dims for the table's row dims.
+  RankedTensorType maskType = tensorType(inRange);
+  SmallVector<int64_t> maskShape(maskType.getShape());
+  maskShape.append(tensorType(table).getRank() - 1, 1);
+  Value mask =
+      ReshapeOp::create(builder, loc, withShape(maskType, maskShape), inRange);
+  Type element = tensorType(table).getElementType();
+  auto masked =
+      WhereOp::create(builder, loc, mask, lookup, scalarConstant(element, 0));
+  locals[op.getResult()] = {masked.getResult(), plan.results[0]};
+  return success();
+}
+
+LogicalResult Partitioner::partitionReturn(func::ReturnOp op) {
+  SmallVector<Value> results;
+  SmallVector<Attribute> shardings;
+  for (Value operand : op.getOperands()) {
+    TensorSharding whole = locals.at(operand).sharding;
+    whole.partial.clear();
+    FailureOr<Value> local = reshard(operand, whole, op);
+    if (failed(local))
+      return failure();
+    results.push_back(*local);
+    shardings.push_back(builder.getStringAttr(whole.describe(mesh)));
+  }
+  builder.setInsertionPoint(op);
+  func::ReturnOp::create(builder, op.getLoc(), results);
+  for (auto [index, sharding] : llvm::enumerate(shardings))
+    func.setResultAttr(index, "weft.sharding", sharding);
+  func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+  op.erase();
+  return success();
+}
+
+LogicalResult Partitioner::run() {
+  // Annotations become desired shardings; the IR loses them.
+  SmallVector<shard::ShardOp> annotations;
+  func.walk([&](shard::ShardOp op) { annotations.push_back(op); });
+  for (shard::ShardOp annotation : annotations) {
+    auto shardingOp =
+        annotation.getSharding().getDefiningOp<shard::ShardingOp>();
+    if (!shardingOp)
+      return annotation.emitError(
+          "the sharding of a shard.shard must come from shard.sharding");
+    desired[annotation.getSrc()] =
+        readSharding(shardingOp, annotation.getType().getRank());
+    annotation.getResult().replaceAllUsesWith(annotation.getSrc());
+    annotation.erase();
+  }
+  SmallVector<shard::ShardingOp> shardingOps;
+  func.walk([&](shard::ShardingOp op) { shardingOps.push_back(op); });
+  for (shard::ShardingOp op : shardingOps)
+    if (op->use_empty())
+      op.erase();
+
+  // Local arguments are appended, and the global ones dropped at the end:
+  // the sharding rules read the global types while ops are rewritten.
+  unsigned numGlobalArgs = func.getNumArguments();
+  for (unsigned index = 0; index < numGlobalArgs; ++index) {
+    BlockArgument arg = func.getArgument(index);
+    auto type = llvm::dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      return func.emitError("weft-partition needs ranked tensor arguments");
+    TensorSharding sharding = desiredOf(arg);
+    SmallVector<NamedAttribute> attrs(
+        func.getArgAttrDict(index) ? func.getArgAttrDict(index).getValue()
+                                   : ArrayRef<NamedAttribute>());
+    if (!sharding.isReplicated())
+      attrs.push_back(
+          builder.getNamedAttr(WeftDialect::kShardingAttrName,
+                               builder.getStringAttr(sharding.describe(mesh))));
+    unsigned position = func.getNumArguments();
+    if (failed(func.insertArgument(
+            position,
+            withShape(type, sharding.localShape(type.getShape(), mesh)),
+            builder.getDictionaryAttr(attrs), arg.getLoc())))
+      return failure();
+    locals[arg] = {func.getArgument(position), sharding};
+  }
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front())
+    ops.push_back(&op);
+  for (Operation *op : ops) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (failed(partitionReturn(ret)))
+        return failure();
+      continue;
+    }
+    if (llvm::any_of(op->getOperandTypes(),
+                     [](Type t) { return !llvm::isa<RankedTensorType>(t); }) ||
+        llvm::any_of(op->getResultTypes(),
+                     [](Type t) { return !llvm::isa<RankedTensorType>(t); }))
+      return op->emitError("weft-partition handles ops on ranked tensors "
+                           "only");
+    if (failed(partitionOp(op)))
+      return failure();
+  }
+  for (Operation *op : llvm::reverse(ops))
+    if (!isa<func::ReturnOp>(op)) {
+      op->dropAllUses();
+      op->erase();
+    }
+  llvm::BitVector globalArgs(func.getNumArguments());
+  globalArgs.set(0, numGlobalArgs);
+  return func.eraseArguments(globalArgs);
+}
+
+struct WeftPartitionPass
+    : public weft::impl::WeftPartitionBase<WeftPartitionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<Mesh> mesh = Mesh::find(module);
+    if (!mesh)
+      return;
+    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (failed(Partitioner(*mesh, func).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,263 @@
+//===- PropagateSharding.cpp - Shardings to a fixpoint, with priorities ---===//
+//
+// Each tensor dim holds a DimSharding and the priority of the annotation it
+// came from. An op's sharding rule ties dims together through factors; a
+// factor takes the strongest sharding found on any of its dims and hands it
+// to the dims that have none (or a weaker one). Rounds run from the
+// strongest priority to the weakest, so a user's annotation decides before
+// a preset, and a preset before anything inferred from it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/Transforms/Passes.h"
+#include "weft/Dialect/Weft/Transforms/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace weft {
+#define GEN_PASS_DEF_WEFTPROPAGATESHARDING
+#include "weft/Dialect/Weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+constexpr int64_t kUnset = INT64_MAX;
+
+struct DimState {
+  DimSharding sharding;
+  int64_t priority = kUnset;
+};
+
+/// A dim of a tensor tied to a factor: the blocks the factor forms there.
+struct FactorUse {
+  Value value;
+  int64_t dim;
+  int64_t blocks;
+};
+
+class Propagation {
+public:
+  Propagation(const Mesh &mesh) : mesh(mesh) {}
+
+  SmallVector<DimState> &stateOf(Value value) {
+    auto [it, inserted] = states.try_emplace(value);
+    if (inserted)
+      it->second.resize(
+          llvm::cast<RankedTensorType>(value.getType()).getRank());
+    return it->second;
+  }
+
+  /// Seeds `value` with an annotation; fails (with an error at `where`) on
+  /// a dim that does not divide.
+  LogicalResult seed(Value value, const TensorSharding &sharding,
+                     int64_t priority, Operation *where) {
+    SmallVector<DimState> &state = stateOf(value);
+    for (auto [dim, dimSharding] : llvm::enumerate(sharding.dims)) {
+      if (!dimSharding.isSplit() || dim >= state.size())
+        continue;
+      if (failed(checkDivisible(value, dim, dimSharding, where)))
+        return failure();
+      if (state[dim].priority <= priority)
+        continue;
+      state[dim] = {dimSharding, priority};
+      maxPriority = std::max(maxPriority, priority);
+    }
+    return success();
+  }
+
+  LogicalResult run(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (op != func && !isa<shard::ShardingOp, shard::ShardOp>(op))
+        ops.push_back(op);
+    });
+    for (int64_t round = 0; round <= maxPriority; ++round) {
+      bool changed = true;
+      // Each change sets a dim that was unset or weaker, so this ends; the
+      // bound only guards against a rule bug.
+      for (int iteration = 0; changed && iteration < 64; ++iteration) {
+        changed = false;
+        for (Operation *op : ops)
+          if (failed(propagate(op, round, changed)))
+            return failure();
+        for (Operation *op : llvm::reverse(ops))
+          if (failed(propagate(op, round, changed)))
+            return failure();
+      }
+    }
+    return success();
+  }
+
+  TensorSharding shardingOf(Value value) {
+    TensorSharding sharding;
+    for (DimState &dim : stateOf(value))
+      sharding.dims.push_back(dim.sharding);
+    return sharding;
+  }
+
+private:
+  LogicalResult checkDivisible(Value value, int64_t dim,
+                               const DimSharding &sharding, Operation *where) {
+    int64_t size =
+        llvm::cast<RankedTensorType>(value.getType()).getDimSize(dim);
+    int64_t parts = mesh.size(sharding.axes) * sharding.blocks;
+    if (size % parts == 0)
+      return success();
+    std::string blocks =
+        sharding.blocks > 1
+            ? " in " + std::to_string(sharding.blocks) + " interleaved parts"
+            : "";
+    return where->emitError()
+           << "cannot split dim " << dim << " (size " << size << ") of "
+           << describeTensor(value) << blocks << " over mesh axis '"
+           << mesh.describe(sharding.axes) << "' (size "
+           << mesh.size(sharding.axes) << "): not divisible";
+  }
+
+  LogicalResult propagate(Operation *op, int64_t round, bool &changed) {
+    std::optional<OpShardingRule> rule = getShardingRule(op);
+    if (!rule)
+      return success();
+    SmallVector<SmallVector<FactorUse>> uses(rule->kinds.size());
+    for (auto [index, dims] : llvm::enumerate(rule->operandFactors))
+      for (auto [dim, factor] : llvm::enumerate(dims))
+        if (factor >= 0)
+          uses[factor].push_back({op->getOperand(index), (int64_t)dim,
+                                  rule->operandBlocks[index][dim]});
+    for (auto [index, dims] : llvm::enumerate(rule->resultFactors))
+      for (auto [dim, factor] : llvm::enumerate(dims))
+        if (factor >= 0)
+          uses[factor].push_back({op->getResult(index), (int64_t)dim, 1});
+
+    for (auto [factor, factorUses] : llvm::enumerate(uses)) {
+      if (rule->kinds[factor] == FactorKind::Whole)
+        continue;
+      // The strongest sharding of this factor, in factor terms (blocks
+      // divided by what the dim itself contributes).
+      std::optional<DimSharding> best;
+      int64_t bestPriority = kUnset;
+      for (const FactorUse &use : factorUses) {
+        DimState &state = stateOf(use.value)[use.dim];
+        if (!state.sharding.isSplit() || state.priority > round ||
+            state.priority >= bestPriority ||
+            state.sharding.blocks % use.blocks != 0)
+          continue;
+        best = DimSharding{state.sharding.axes,
+                           state.sharding.blocks / use.blocks};
+        bestPriority = state.priority;
+      }
+      if (!best)
+        continue;
+      for (const FactorUse &use : factorUses) {
+        SmallVector<DimState> &state = stateOf(use.value);
+        if (state[use.dim].priority <= bestPriority)
+          continue;
+        DimSharding target{best->axes, best->blocks * use.blocks};
+        // A mesh axis splits at most one dim of a tensor.
+        bool axisTaken = false;
+        for (auto [dim, other] : llvm::enumerate(state))
+          if ((int64_t)dim != use.dim && other.priority != kUnset)
+            for (MeshAxis axis : target.axes)
+              axisTaken |= llvm::is_contained(other.sharding.axes, axis);
+        if (axisTaken)
+          continue;
+        if (failed(checkDivisible(use.value, use.dim, target, op)))
+          return failure();
+        state[use.dim] = {target, bestPriority};
+        changed = true;
+      }
+    }
+    return success();
+  }
+
+  const Mesh &mesh;
+  llvm::DenseMap<Value, SmallVector<DimState>> states;
+  int64_t maxPriority = 0;
+};
+
+struct WeftPropagateShardingPass
+    : public weft::impl::WeftPropagateShardingBase<WeftPropagateShardingPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<Mesh> mesh = Mesh::find(module);
+    if (!mesh)
+      return; // Nothing to propagate without a mesh.
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(runOnFunction(func, *mesh)))
+        return signalPassFailure();
+  }
+
+  LogicalResult runOnFunction(func::FuncOp func, const Mesh &mesh) {
+    Propagation propagation(mesh);
+    SmallVector<shard::ShardOp> annotations;
+    func.walk([&](shard::ShardOp op) { annotations.push_back(op); });
+    for (shard::ShardOp annotation : annotations) {
+      auto shardingOp =
+          annotation.getSharding().getDefiningOp<shard::ShardingOp>();
+      if (!shardingOp)
+        return annotation.emitError(
+            "the sharding of a shard.shard must come from shard.sharding");
+      if (shardingOp.getGrid() != mesh.symbol)
+        return annotation.emitError()
+               << "annotation on grid '" << shardingOp.getGrid()
+               << "', but the module's mesh is '" << mesh.symbol << "'";
+      int64_t rank = annotation.getType().getRank();
+      TensorSharding sharding = readSharding(shardingOp, rank);
+      for (const DimSharding &dim : sharding.dims)
+        for (MeshAxis axis : dim.axes)
+          if (axis < 0 || axis >= static_cast<int64_t>(mesh.sizes.size()))
+            return annotation.emitError()
+                   << "mesh axis " << axis << " does not exist in '"
+                   << mesh.symbol << "'";
+      auto priority = annotation->getAttrOfType<IntegerAttr>("weft.priority");
+      if (failed(propagation.seed(annotation.getSrc(), sharding,
+                                  priority ? priority.getInt() : 0,
+                                  annotation)))
+        return failure();
+    }
+    // The annotations are folded into the state; drop them so that every
+    // use sees the annotated value itself.
+    for (shard::ShardOp annotation : annotations) {
+      annotation.getResult().replaceAllUsesWith(annotation.getSrc());
+      Value sharding = annotation.getSharding();
+      annotation.erase();
+      if (sharding.use_empty())
+        sharding.getDefiningOp()->erase();
+    }
+    if (failed(propagation.run(func)))
+      return failure();
+
+    auto annotate = [&](OpBuilder &builder, Value value) {
+      if (!llvm::isa<RankedTensorType>(value.getType()))
+        return;
+      TensorSharding sharding = propagation.shardingOf(value);
+      if (sharding.isReplicated())
+        return;
+      Location loc = value.getLoc();
+      shard::ShardingOp shardingOp =
+          createShardingOp(builder, loc, sharding, mesh);
+      auto annotation = shard::ShardOp::create(builder, loc, value, shardingOp);
+      value.replaceAllUsesExcept(annotation.getResult(), annotation);
+    };
+    OpBuilder builder = OpBuilder::atBlockBegin(&func.getBody().front());
+    for (BlockArgument arg : func.getArguments())
+      annotate(builder, arg);
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (op != func && op->getNumResults() > 0)
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      builder.setInsertionPointAfter(op);
+      for (Value result : op->getResults())
+        annotate(builder, result);
+    }
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,268 @@
+//===- ShardPresets.cpp - Mesh creation and strategy annotations ----------===//
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Dialect/Weft/Transforms/Passes.h"
+#include "weft/Dialect/Weft/Transforms/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace weft {
+#define GEN_PASS_DEF_WEFTSHARDPRESETS
+#include "weft/Dialect/Weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// Presets rank below a user's annotations (0); sequence parallelism yields
+/// to the weight splits where the two meet (a linear's input).
+constexpr int64_t kWeightPriority = 1;
+constexpr int64_t kActivationPriority = 2;
+
+/// `value` without the preset annotations already placed on it.
+Value unannotated(Value value) {
+  while (auto annotation = value.getDefiningOp<shard::ShardOp>())
+    value = annotation.getSrc();
+  return value;
+}
+
+bool isParameter(Value value) {
+  value = unannotated(value);
+  auto arg = llvm::dyn_cast<BlockArgument>(value);
+  if (!arg)
+    return false;
+  auto func = llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && func.getArgAttr(arg.getArgNumber(), "weft.param");
+}
+
+/// Ops through which a tensor-parallel region runs from a column-split
+/// linear to a row-split one without needing the whole hidden dim.
+bool isHeadLocal(Operation *op) {
+  return op->hasTrait<OpTrait::Elementwise>() ||
+         isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, WhereOp, ReshapeOp,
+             TransposeOp, SplitOp, AttentionOp, SliceOp, ConcatOp, ExpandOp,
+             SqueezeOp, UnsqueezeOp>(op);
+}
+
+/// The row-split partners of `column`: the param linears its result reaches
+/// through head-local ops only. Empty if the region escapes (a norm, a
+/// softmax over the hidden dim, a model output...).
+SmallVector<LinearOp> rowPartners(LinearOp column) {
+  SmallVector<LinearOp> rows;
+  llvm::SetVector<Operation *> visited;
+  SmallVector<Value> worklist{column.getResult()};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto linear = dyn_cast<LinearOp>(user);
+          linear && use.getOperandNumber() == 0 &&
+          isParameter(linear.getWeight())) {
+        if (!llvm::is_contained(rows, linear))
+          rows.push_back(linear);
+        continue;
+      }
+      if (!isHeadLocal(user))
+        return {};
+      if (visited.insert(user))
+        llvm::append_range(worklist, user->getResults());
+    }
+  }
+  return rows;
+}
+
+/// True if `value` reaches a function result through layout ops only.
+bool feedsOutput(Value value) {
+  for (Operation *user : value.getUsers()) {
+    if (isa<func::ReturnOp>(user))
+      return true;
+    if (isa<ReshapeOp, TransposeOp, CastOp, SqueezeOp, UnsqueezeOp>(user) &&
+        feedsOutput(user->getResult(0)))
+      return true;
+  }
+  return false;
+}
+
+struct WeftShardPresetsPass
+    : public weft::impl::WeftShardPresetsBase<WeftShardPresetsPass> {
+  using WeftShardPresetsBase::WeftShardPresetsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<Mesh> existing = Mesh::find(module);
+    std::optional<Mesh> meshOrNone = existing;
+    if (!mesh.empty()) {
+      std::string error;
+      meshOrNone = Mesh::parse(mesh, error);
+      if (!meshOrNone) {
+        module.emitError() << "--mesh: " << error;
+        return signalPassFailure();
+      }
+      if (existing) {
+        module.emitError() << "the module already has a mesh ('"
+                           << existing->symbol << "'); drop --mesh";
+        return signalPassFailure();
+      }
+      meshOrNone->materialize(module);
+    }
+    if (!meshOrNone) {
+      if (parallel.empty() && !sequenceParallel)
+        return;
+      module.emitError("a parallel strategy needs a mesh (--mesh dp=2,tp=2)");
+      return signalPassFailure();
+    }
+    const Mesh &theMesh = *meshOrNone;
+    auto axisFor = [&](StringRef name,
+                       StringRef strategy) -> std::optional<MeshAxis> {
+      std::optional<MeshAxis> axis = theMesh.axisNamed(name);
+      if (!axis)
+        module.emitError() << "strategy '" << strategy
+                           << "' needs a mesh axis named '" << name << "'";
+      return axis;
+    };
+    for (const std::string &strategy : parallel) {
+      if (strategy != "dp" && strategy != "megatron") {
+        module.emitError() << "unknown parallel strategy '" << strategy
+                           << "' (expected dp or megatron)";
+        return signalPassFailure();
+      }
+    }
+    for (auto func : module.getOps<func::FuncOp>()) {
+      Annotator annotator{theMesh, func};
+      for (const std::string &strategy : parallel) {
+        if (strategy == "dp") {
+          std::optional<MeshAxis> dp = axisFor("dp", "dp");
+          if (!dp)
+            return signalPassFailure();
+          annotateDataParallel(annotator, func, *dp);
+        } else {
+          std::optional<MeshAxis> tp = axisFor("tp", "megatron");
+          if (!tp)
+            return signalPassFailure();
+          annotateMegatron(annotator, func, *tp);
+        }
+      }
+      if (sequenceParallel) {
+        std::optional<MeshAxis> tp = axisFor("tp", "sequence-parallel");
+        if (!tp)
+          return signalPassFailure();
+        annotateSequenceParallel(annotator, func, *tp);
+      }
+    }
+  }
+
+  /// Inserts `shard.shard` annotations, marked with their priority.
+  struct Annotator {
+    const Mesh &mesh;
+    func::FuncOp func;
+
+    void split(Value value, int64_t dim, MeshAxis axis, int64_t priority,
+               int64_t blocks = 1) {
+      auto type = llvm::cast<RankedTensorType>(value.getType());
+      TensorSharding sharding = TensorSharding::replicated(type.getRank());
+      sharding.dims[dim].axes.push_back(axis);
+      sharding.dims[dim].blocks = blocks;
+      OpBuilder builder(func.getContext());
+      if (auto arg = llvm::dyn_cast<BlockArgument>(value))
+        builder.setInsertionPointToStart(arg.getOwner());
+      else
+        builder.setInsertionPointAfterValue(value);
+      shard::ShardingOp shardingOp =
+          createShardingOp(builder, value.getLoc(), sharding, mesh);
+      auto annotation =
+          shard::ShardOp::create(builder, value.getLoc(), value, shardingOp);
+      annotation->setAttr("weft.priority", builder.getI64IntegerAttr(priority));
+      value.replaceAllUsesExcept(annotation.getResult(), annotation);
+    }
+  };
+
+  static void annotateDataParallel(Annotator &annotator, func::FuncOp func,
+                                   MeshAxis dp) {
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), "weft.input") &&
+          llvm::cast<RankedTensorType>(arg.getType()).getRank() > 0)
+        annotator.split(arg, 0, dp, kWeightPriority);
+  }
+
+  static void annotateMegatron(Annotator &annotator, func::FuncOp func,
+                               MeshAxis tp) {
+    llvm::SetVector<Value> done;
+    auto splitOnce = [&](Value value, int64_t dim, int64_t blocks = 1) {
+      value = unannotated(value);
+      if (done.insert(value))
+        annotator.split(value, dim, tp, kWeightPriority, blocks);
+    };
+    SmallVector<LinearOp> linears;
+    func.walk([&](LinearOp linear) {
+      if (isParameter(linear.getWeight()))
+        linears.push_back(linear);
+    });
+    llvm::SetVector<Operation *> rowSplit;
+    for (LinearOp column : linears) {
+      if (rowSplit.contains(column))
+        continue;
+      SmallVector<LinearOp> rows = rowPartners(column);
+      if (rows.empty())
+        continue;
+      // A fused projection split into equal parts is split part by part.
+      int64_t blocks = 1;
+      if (column.getResult().hasOneUse())
+        if (auto split =
+                dyn_cast<SplitOp>(*column.getResult().getUsers().begin()))
+          if (split.getAxis() ==
+                  static_cast<uint64_t>(column.getType().getRank() - 1) &&
+              llvm::all_equal(split.getSizes()))
+            blocks = split.getSizes().size();
+      bool transposed = column.getTransposeWeight();
+      splitOnce(column.getWeight(), transposed ? 0 : 1, blocks);
+      if (Value bias = column.getBias(); bias && isParameter(bias))
+        splitOnce(bias, 0, blocks);
+      for (LinearOp row : rows) {
+        rowSplit.insert(row);
+        splitOnce(row.getWeight(), row.getTransposeWeight() ? 1 : 0);
+      }
+    }
+    // Vocab-parallel embedding: the largest gathered table (position and
+    // token-type tables stay whole). The LM head is split by columns.
+    SmallVector<GatherOp> lookups;
+    int64_t vocab = 0;
+    func.walk([&](GatherOp gather) {
+      if (gather.getAxis() == 0 && isParameter(gather.getData())) {
+        lookups.push_back(gather);
+        vocab = std::max(vocab, gather.getData().getType().getDimSize(0));
+      }
+    });
+    for (GatherOp gather : lookups)
+      if (gather.getData().getType().getDimSize(0) == vocab)
+        splitOnce(gather.getData(), 0);
+    for (LinearOp linear : linears)
+      if (!rowSplit.contains(linear) && feedsOutput(linear.getResult()))
+        splitOnce(linear.getWeight(), linear.getTransposeWeight() ? 0 : 1);
+  }
+
+  static void annotateSequenceParallel(Annotator &annotator, func::FuncOp func,
+                                       MeshAxis tp) {
+    SmallVector<Operation *> norms;
+    func.walk([&](Operation *op) {
+      if (isa<LayerNormOp, RmsNormOp>(op) &&
+          llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank() >=
+              3)
+        norms.push_back(op);
+    });
+    llvm::SetVector<Value> done;
+    for (Operation *norm : norms) {
+      int64_t seqDim =
+          llvm::cast<RankedTensorType>(norm->getResult(0).getType()).getRank() -
+          2;
+      for (Value value :
+           {unannotated(norm->getOperand(0)), Value(norm->getResult(0))})
+        if (done.insert(value))
+          annotator.split(value, seqDim, tp, kActivationPriority);
+    }
+  }
+};
+
+} // namespace

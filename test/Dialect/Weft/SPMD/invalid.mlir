@@ -1,0 +1,29 @@
+// RUN: weft-opt %s -split-input-file -verify-diagnostics --weft-shard-presets="mesh=tp=8 parallel=megatron" --weft-propagate-sharding --weft-partition
+
+// Four heads cannot be split over tp=8: the error names the op, the
+// tensor, the dim and the mesh axis.
+func.func @heads_not_divisible(%x: tensor<4x8x32xf32> {weft.input = "x"}, %w: tensor<32x96xf32> {weft.param = "qkv.weight"}, %wo: tensor<32x32xf32> {weft.param = "o.weight"}) -> tensor<4x8x32xf32> attributes {weft.outputs = ["y"]} {
+  %1 = weft.linear %x, %w : tensor<4x8x32xf32>, tensor<32x96xf32>
+  %2:3 = weft.split %1 <{axis = 2 : i64, sizes = array<i64: 32, 32, 32>}> : tensor<4x8x96xf32>
+  // expected-error @+1 {{cannot split dim 2 (size 4) of result 0 of 'weft.reshape' over mesh axis 'tp' (size 8): not divisible}}
+  %q = weft.reshape %2#0 : tensor<4x8x32xf32> -> tensor<4x8x4x8xf32>
+  %k = weft.reshape %2#1 : tensor<4x8x32xf32> -> tensor<4x8x4x8xf32>
+  %v = weft.reshape %2#2 : tensor<4x8x32xf32> -> tensor<4x8x4x8xf32>
+  %qt = weft.transpose %q <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<4x8x4x8xf32>
+  %kt = weft.transpose %k <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<4x8x4x8xf32>
+  %vt = weft.transpose %v <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<4x8x4x8xf32>
+  %a = weft.attention %qt, %kt, %vt <{causal}> : tensor<4x4x8x8xf32>, tensor<4x4x8x8xf32>, tensor<4x4x8x8xf32>
+  %at = weft.transpose %a <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<4x4x8x8xf32>
+  %m = weft.reshape %at : tensor<4x8x4x8xf32> -> tensor<4x8x32xf32>
+  %o = weft.linear %m, %wo : tensor<4x8x32xf32>, tensor<32x32xf32>
+  return %o : tensor<4x8x32xf32>
+}
+
+// -----
+
+// A vocabulary of 100 rows does not split over tp=8.
+// expected-error @+1 {{cannot split dim 0 (size 100) of parameter 'wte.weight' over mesh axis 'tp' (size 8): not divisible}}
+func.func @vocab_not_divisible(%ids: tensor<2x4xi64> {weft.input = "ids"}, %wte: tensor<100x16xf32> {weft.param = "wte.weight"}) -> tensor<2x4x16xf32> attributes {weft.outputs = ["h"]} {
+  %0 = weft.gather %wte, %ids <{axis = 0 : i64}> : tensor<100x16xf32>, tensor<2x4xi64>
+  return %0 : tensor<2x4x16xf32>
+}
