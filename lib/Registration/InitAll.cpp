@@ -19,6 +19,7 @@ void weft::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<weft::WeftDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  weft::registerShardBufferizationModels(registry);
 }
 
 void weft::registerAllPasses() {

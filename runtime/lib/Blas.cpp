@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cblas.h>
-#include <omp.h>
 #include <cstdint>
+#include <omp.h>
 #include <vector>
 
 namespace {
@@ -96,12 +96,11 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
     batches *= c.sizes[d];
   CBLAS_TRANSPOSE transA = CblasNoTrans, transB = CblasNoTrans;
   int64_t lda = 0, ldb = 0;
-  bool blas =
-      c.strides[batchRank + 1] == 1 && c.strides[batchRank] >= n &&
-      blasLayout(a.strides[batchRank], a.strides[batchRank + 1], m, k, transA,
-                 lda) &&
-      blasLayout(b.strides[batchRank], b.strides[batchRank + 1], k, n, transB,
-                 ldb);
+  bool blas = c.strides[batchRank + 1] == 1 && c.strides[batchRank] >= n &&
+              blasLayout(a.strides[batchRank], a.strides[batchRank + 1], m, k,
+                         transA, lda) &&
+              blasLayout(b.strides[batchRank], b.strides[batchRank + 1], k, n,
+                         transB, ldb);
   auto batchPointers = [&](int64_t batch, const float *&pa, const float *&pb,
                            float *&pc) {
     pa = a.aligned + a.offset;
@@ -122,8 +121,8 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
       const float *pa, *pb;
       float *pc;
       batchPointers(batch, pa, pb, pc);
-      gemmBlock(blas, transA, transB, lda, ldb, a, b, c, batchRank, pa, pb,
-                pc, 0, m, 0, n, k);
+      gemmBlock(blas, transA, transB, lda, ldb, a, b, c, batchRank, pa, pb, pc,
+                0, m, 0, n, k);
     }
     return;
   }

@@ -1,15 +1,21 @@
 //===- Model.cpp - Load a compiled model and run it -----------------------===//
 //
 // The manifest (a text the compiler embeds in the object) lists the entry
-// function's buffers, one per line:
-//   weft-manifest 1
-//   buffer <input|param|output> <name> <dtype> <rank> <dims...> [<offset>]
-// Params carry their byte offset in the weights file, which starts with a
-// 64-byte header: "WEFTWGT1", the manifest's FNV-1a hash, the file size.
+// function's buffers, one per line, after the mesh of a partitioned model:
+//   weft-manifest 2
+//   mesh <n> <name> <size>...          (partitioned models only)
+//   groups <n> <axes mask>...          (partitioned models only)
+//   buffer <input|param|output> <name> <dtype> <rank> <global dims...>
+//          <sharding> [<offset> <shard stride>]
+// The sharding is a ShardSpec ("*" for a scalar). Params carry the byte
+// offset of their first shard in the weights file and the distance between
+// shards; the file starts with a 64-byte header: "WEFTWGT1", the manifest's
+// FNV-1a hash, the file size.
 //
 //===----------------------------------------------------------------------===//
 
 #include "weft/Device.h"
+#include "weft/ShardLayout.h"
 #include "weft/runtime.h"
 
 #include <chrono>
@@ -25,14 +31,19 @@
 #include <vector>
 
 using weft::runtime::Device;
+using weft::runtime::MeshShape;
+using weft::runtime::ShardSpec;
 
 namespace {
 
 struct Buffer {
   std::string name;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape, localShape;
+  std::string specText;
+  ShardSpec spec;
   weft_buffer_info info{};
-  uint64_t offset = 0;      // params: offset in the weights file
+  uint64_t offset = 0;         // params: offset of shard 0 in the weights file
+  uint64_t shardStride = 0;    // params: bytes between shards
   const void *bound = nullptr; // inputs: caller's data
   void *owned = nullptr;       // outputs: runtime memory
 };
@@ -75,6 +86,10 @@ void setError(char *error, size_t size, const std::string &message) {
 
 struct weft_model {
   std::vector<std::unique_ptr<Buffer>> buffers;
+  MeshShape mesh;
+  std::string meshText;
+  std::vector<int64_t> groups;
+  int rank = -1;
   std::unique_ptr<Device> device = weft::runtime::createCpuDevice();
   void *weights = nullptr;
   size_t weightsSize = 0;
@@ -101,7 +116,8 @@ size_t weft_dtype_size(weft_dtype dtype) {
 }
 
 const char *weft_dtype_name(weft_dtype dtype) {
-  static const char *names[] = {"f32", "f64", "f16", "bf16", "i64", "i32", "i1"};
+  static const char *names[] = {"f32", "f64", "f16", "bf16",
+                                "i64", "i32", "i1"};
   return dtype >= WEFT_F32 && dtype <= WEFT_BOOL ? names[dtype] : "?";
 }
 
@@ -110,27 +126,54 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
   auto model = std::make_unique<weft_model>();
   std::istringstream lines(manifest);
   std::string line;
-  if (!std::getline(lines, line) || line != "weft-manifest 1") {
-    setError(error, errorSize, "the executable's manifest is not version 1");
+  if (!std::getline(lines, line) || line != "weft-manifest 2") {
+    setError(error, errorSize, "the executable's manifest is not version 2");
     return nullptr;
   }
   uint64_t weightBytes = 0;
   while (std::getline(lines, line)) {
     std::istringstream fields(line);
-    std::string keyword, role, name, dtype;
+    std::string keyword;
+    fields >> keyword;
+    if (keyword == "mesh" || keyword == "groups") {
+      size_t count = 0;
+      fields >> count;
+      for (size_t i = 0; i < count && fields; ++i) {
+        if (keyword == "groups") {
+          int64_t mask = 0;
+          fields >> mask;
+          model->groups.push_back(mask);
+          continue;
+        }
+        std::string name;
+        int64_t size = 0;
+        fields >> name >> size;
+        model->mesh.names.push_back(unescape(name));
+        model->mesh.sizes.push_back(size);
+      }
+      if (!fields) {
+        setError(error, errorSize, "malformed manifest line: " + line);
+        return nullptr;
+      }
+      continue;
+    }
+    std::string role, name, dtype;
     int rank = 0;
-    fields >> keyword >> role >> name >> dtype >> rank;
+    fields >> role >> name >> dtype >> rank;
     auto buffer = std::make_unique<Buffer>();
     buffer->name = unescape(name);
     buffer->shape.resize(rank);
     for (int64_t &d : buffer->shape)
       fields >> d;
+    fields >> buffer->specText;
     weft_buffer_info &info = buffer->info;
-    info.role = role == "input" ? WEFT_INPUT
+    info.role = role == "input"   ? WEFT_INPUT
                 : role == "param" ? WEFT_PARAM
                                   : WEFT_OUTPUT;
     if (keyword != "buffer" || !parseDtype(dtype, info.dtype) ||
-        (role != "input" && role != "param" && role != "output") || !fields) {
+        (role != "input" && role != "param" && role != "output") || !fields ||
+        !ShardSpec::parse(buffer->specText == "*" ? "" : buffer->specText, rank,
+                          buffer->spec)) {
       setError(error, errorSize, "malformed manifest line: " + line);
       return nullptr;
     }
@@ -138,16 +181,31 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
     for (int64_t d : buffer->shape)
       count *= d;
     info.bytes = count * weft_dtype_size(info.dtype);
-    if (info.role == WEFT_PARAM) {
-      fields >> buffer->offset;
-      weightBytes = std::max<uint64_t>(weightBytes, buffer->offset + info.bytes);
-    }
+    if (info.role == WEFT_PARAM)
+      fields >> buffer->offset >> buffer->shardStride;
     model->buffers.push_back(std::move(buffer));
+  }
+  if (!model->mesh.sizes.empty())
+    model->meshText = model->mesh.describe();
+  for (auto &buffer : model->buffers) {
+    buffer->localShape = buffer->spec.localShape(buffer->shape, model->mesh);
+    size_t count = 1;
+    for (int64_t d : buffer->localShape)
+      count *= d;
+    buffer->info.local_bytes = count * weft_dtype_size(buffer->info.dtype);
+    if (buffer->info.role == WEFT_PARAM)
+      weightBytes = std::max<uint64_t>(
+          weightBytes,
+          buffer->offset +
+              (buffer->spec.numShards(model->mesh) - 1) * buffer->shardStride +
+              buffer->info.local_bytes);
   }
   for (auto &buffer : model->buffers) {
     buffer->info.name = buffer->name.c_str();
     buffer->info.rank = int(buffer->shape.size());
     buffer->info.shape = buffer->shape.data();
+    buffer->info.local_shape = buffer->localShape.data();
+    buffer->info.sharding = buffer->specText.c_str();
   }
   if (weightBytes) {
     int fd = open(weightsPath, O_RDONLY);
@@ -160,10 +218,9 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
       return nullptr;
     }
     model->weightsSize = st.st_size;
-    model->weights = model->weightsSize
-                         ? mmap(nullptr, model->weightsSize, PROT_READ,
-                                MAP_PRIVATE, fd, 0)
-                         : MAP_FAILED;
+    model->weights = model->weightsSize ? mmap(nullptr, model->weightsSize,
+                                               PROT_READ, MAP_PRIVATE, fd, 0)
+                                        : MAP_FAILED;
     close(fd);
     if (model->weights == MAP_FAILED) {
       model->weights = nullptr;
@@ -190,15 +247,49 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
       return nullptr;
     }
   }
-  for (auto &buffer : model->buffers) {
-    void *pointer = nullptr;
-    if (buffer->info.role == WEFT_PARAM)
-      pointer = static_cast<char *>(model->weights) + buffer->offset;
-    else if (buffer->info.role == WEFT_OUTPUT)
-      pointer = buffer->owned = model->device->allocate(buffer->info.bytes);
-    model->argv.push_back(pointer);
+  model->argv.assign(model->buffers.size(), nullptr);
+  if (weft_model_set_rank(model.get(), 0, error, errorSize) != 0) {
+    weft_model_close(model.release());
+    return nullptr;
   }
   return model.release();
+}
+
+const char *weft_model_mesh(const weft_model *model) {
+  return model->meshText.c_str();
+}
+
+size_t weft_model_num_groups(const weft_model *model) {
+  return model->groups.size();
+}
+
+int64_t weft_model_group(const weft_model *model, size_t i) {
+  return i < model->groups.size() ? model->groups[i] : 0;
+}
+
+int weft_model_set_rank(weft_model *model, int rank, char *error,
+                        size_t errorSize) {
+  if (rank < 0 || rank >= model->mesh.numRanks()) {
+    setError(error, errorSize,
+             "rank " + std::to_string(rank) + " is outside the mesh");
+    return -1;
+  }
+  if (rank == model->rank)
+    return 0;
+  model->rank = rank;
+  std::vector<int64_t> coordinates = model->mesh.coordinates(rank);
+  for (size_t i = 0; i < model->buffers.size(); ++i) {
+    Buffer &buffer = *model->buffers[i];
+    if (buffer.info.role == WEFT_PARAM) {
+      int64_t shard = buffer.spec.shardIndex(coordinates, model->mesh);
+      model->argv[i] = static_cast<char *>(model->weights) + buffer.offset +
+                       shard * buffer.shardStride;
+    } else if (buffer.info.role == WEFT_OUTPUT && !buffer.owned) {
+      model->argv[i] = buffer.owned =
+          model->device->allocate(buffer.info.local_bytes);
+    }
+  }
+  return 0;
 }
 
 void weft_model_close(weft_model *model) {
@@ -221,8 +312,7 @@ const weft_buffer_info *weft_model_buffer(const weft_model *model, size_t i) {
 }
 
 int weft_model_set_input(weft_model *model, size_t i, const void *data) {
-  if (i >= model->buffers.size() ||
-      model->buffers[i]->info.role != WEFT_INPUT)
+  if (i >= model->buffers.size() || model->buffers[i]->info.role != WEFT_INPUT)
     return -1;
   model->buffers[i]->bound = data;
   model->argv[i] = const_cast<void *>(data);
@@ -230,8 +320,7 @@ int weft_model_set_input(weft_model *model, size_t i, const void *data) {
 }
 
 void *weft_model_output(weft_model *model, size_t i) {
-  if (i >= model->buffers.size() ||
-      model->buffers[i]->info.role != WEFT_OUTPUT)
+  if (i >= model->buffers.size() || model->buffers[i]->info.role != WEFT_OUTPUT)
     return nullptr;
   return model->buffers[i]->owned;
 }

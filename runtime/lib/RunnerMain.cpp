@@ -7,8 +7,14 @@
 // model's. Outputs are written as .npy; without --output a summary of every
 // output is printed. Errors are one line naming the input or file, exit 1.
 //
+// A partitioned model runs as one process per rank (weft-run launches
+// them). Every rank reads the whole input and keeps its shard; the output
+// shards are gathered and rank 0 writes or prints them.
+//
 //===----------------------------------------------------------------------===//
 
+#include "weft/Collectives.h"
+#include "weft/ShardLayout.h"
 #include "weft/TensorFiles.h"
 #include "weft/runtime.h"
 
@@ -16,9 +22,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <strings.h>
 #include <map>
 #include <string>
+#include <strings.h>
 #include <unistd.h>
 #include <vector>
 
@@ -34,9 +40,30 @@ using namespace weft::runtime;
 
 namespace {
 
+/// This process's rank in a partitioned model, for messages.
+int processRank = -1;
+
 int fail(const std::string &message) {
-  fprintf(stderr, "error: %s\n", message.c_str());
+  if (processRank >= 0)
+    fprintf(stderr, "error: rank %d: %s\n", processRank, message.c_str());
+  else
+    fprintf(stderr, "error: %s\n", message.c_str());
   return 1;
+}
+
+/// Splits "dp=2,tp=2" into a mesh.
+MeshShape parseMesh(const std::string &text) {
+  MeshShape mesh;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma - start);
+    size_t eq = item.find('=');
+    mesh.names.push_back(item.substr(0, eq));
+    mesh.sizes.push_back(std::stoll(item.substr(eq + 1)));
+    start = comma == std::string::npos ? text.size() : comma + 1;
+  }
+  return mesh;
 }
 
 /// `<executable>.weights`, found through /proc so the model runs from any
@@ -71,11 +98,16 @@ void selectBlasKernels(char **argv) {
 double asDouble(const void *data, weft_dtype dtype, size_t i) {
   const char *p = static_cast<const char *>(data);
   switch (dtype) {
-  case WEFT_F32: return reinterpret_cast<const float *>(p)[i];
-  case WEFT_F64: return reinterpret_cast<const double *>(p)[i];
-  case WEFT_I64: return double(reinterpret_cast<const int64_t *>(p)[i]);
-  case WEFT_I32: return reinterpret_cast<const int32_t *>(p)[i];
-  case WEFT_BOOL: return p[i] != 0;
+  case WEFT_F32:
+    return reinterpret_cast<const float *>(p)[i];
+  case WEFT_F64:
+    return reinterpret_cast<const double *>(p)[i];
+  case WEFT_I64:
+    return double(reinterpret_cast<const int64_t *>(p)[i]);
+  case WEFT_I32:
+    return reinterpret_cast<const int32_t *>(p)[i];
+  case WEFT_BOOL:
+    return p[i] != 0;
   case WEFT_F16:
   case WEFT_BF16: {
     uint16_t bits;
@@ -109,7 +141,8 @@ int main(int argc, char **argv) {
     std::string arg = argv[i];
     // `--flag VALUE` or `--flag=VALUE`.
     auto value = [&](const std::string &flag) -> std::string {
-      if (arg.size() > flag.size() && arg.compare(0, flag.size() + 1, flag + "=") == 0)
+      if (arg.size() > flag.size() &&
+          arg.compare(0, flag.size() + 1, flag + "=") == 0)
         return arg.substr(flag.size() + 1);
       return i + 1 < argc ? argv[++i] : "";
     };
@@ -159,7 +192,30 @@ int main(int argc, char **argv) {
       weft_model_open(weft_manifest, weightsPath.c_str(), error, sizeof(error));
   if (!model)
     return fail(error);
+  // The ranks of a partitioned model; one rank otherwise.
+  MeshShape mesh = parseMesh(weft_model_mesh(model));
+  std::string worldError;
+  std::unique_ptr<World> world = startWorld(argc, argv, mesh, worldError);
+  if (!world)
+    return fail(worldError);
+  bool partitioned = !mesh.sizes.empty();
+  if (partitioned)
+    processRank = world->rank;
+  setCurrentWorld(world.get());
+  std::vector<int64_t> groups;
+  for (size_t g = 0; g < weft_model_num_groups(model); ++g)
+    groups.push_back(weft_model_group(model, g));
+  world->createGroups(groups);
+  if (weft_model_set_rank(model, world->rank, error, sizeof(error)) != 0)
+    return fail(error);
+  auto specOf = [](const weft_buffer_info *info) {
+    ShardSpec spec;
+    ShardSpec::parse(std::string(info->sharding) == "*" ? "" : info->sharding,
+                     info->rank, spec);
+    return spec;
+  };
   std::vector<TensorData> inputData(weft_model_num_buffers(model));
+  std::vector<std::vector<uint8_t>> inputShards(inputData.size());
   std::map<std::string, size_t> outputIndex;
   for (size_t i = 0; i < weft_model_num_buffers(model); ++i) {
     const weft_buffer_info *info = weft_model_buffer(model, i);
@@ -174,7 +230,8 @@ int main(int argc, char **argv) {
     if (it == inputs.end())
       return fail(std::string("input '") + info->name +
                   "' is missing: pass --input " + info->name + "=FILE (" +
-                  weft_dtype_name(info->dtype) + " " + shapeString(shape) + ")");
+                  weft_dtype_name(info->dtype) + " " + shapeString(shape) +
+                  ")");
     std::string message;
     TensorData &data = inputData[i];
     if (!readTensorFile(it->second, data, message))
@@ -184,7 +241,17 @@ int main(int argc, char **argv) {
                   weft_dtype_name(info->dtype) + " " + shapeString(shape) +
                   " but '" + it->second + "' holds " +
                   weft_dtype_name(data.dtype) + " " + shapeString(data.shape));
-    weft_model_set_input(model, i, data.bytes.data());
+    ShardSpec spec = specOf(info);
+    if (spec.isReplicated()) {
+      weft_model_set_input(model, i, data.bytes.data());
+    } else {
+      std::vector<uint8_t> &shard = inputShards[i];
+      shard.resize(info->local_bytes);
+      spec.extract(data.bytes.data(), shard.data(), shape,
+                   weft_dtype_size(info->dtype),
+                   spec.shardIndex(world->coordinates, mesh), mesh);
+      weft_model_set_input(model, i, shard.data());
+    }
     inputs.erase(it);
   }
   if (!inputs.empty())
@@ -200,7 +267,7 @@ int main(int argc, char **argv) {
       return fail(error);
     times.push_back(seconds);
   }
-  if (repeat > 1) {
+  if (repeat > 1 && world->rank == 0) {
     std::sort(times.begin(), times.end());
     double sum = 0;
     for (double t : times)
@@ -210,16 +277,33 @@ int main(int argc, char **argv) {
            sum / times.size() * 1e3);
   }
 
+  std::unique_ptr<Communicator> everyone =
+      partitioned ? worldCommunicator() : nullptr;
   for (auto &[name, index] : outputIndex) {
     const weft_buffer_info *info = weft_model_buffer(model, index);
     std::vector<int64_t> shape(info->shape, info->shape + info->rank);
     const void *data = weft_model_output(model, index);
+    // Assemble the whole output from every rank's shard.
+    std::vector<uint8_t> whole;
+    ShardSpec spec = specOf(info);
+    if (partitioned) {
+      std::vector<uint8_t> shards(info->local_bytes * mesh.numRanks());
+      everyone->allGather(data, shards.data(), info->local_bytes, WEFT_BOOL);
+      whole.resize(info->bytes);
+      for (int64_t r = 0; r < mesh.numRanks(); ++r)
+        spec.insert(shards.data() + r * info->local_bytes, whole.data(), shape,
+                    weft_dtype_size(info->dtype),
+                    spec.shardIndex(mesh.coordinates(r), mesh), mesh);
+      data = whole.data();
+      if (world->rank != 0)
+        continue;
+    }
     auto requested = outputs.find(name);
     if (requested != outputs.end()) {
       TensorData tensor{info->dtype, shape,
-                        std::vector<uint8_t>(static_cast<const uint8_t *>(data),
-                                             static_cast<const uint8_t *>(data) +
-                                                 info->bytes)};
+                        std::vector<uint8_t>(
+                            static_cast<const uint8_t *>(data),
+                            static_cast<const uint8_t *>(data) + info->bytes)};
       std::string message;
       if (!writeNpy(requested->second, tensor, message))
         return fail("output '" + name + "': " + message);
@@ -235,5 +319,9 @@ int main(int argc, char **argv) {
     printf("%s]\n", count > 6 ? ", ..." : "");
   }
   weft_model_close(model);
+  everyone.reset();
+  setCurrentWorld(nullptr);
+  world.reset();
+  stopWorld();
   return 0;
 }

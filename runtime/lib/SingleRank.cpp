@@ -57,4 +57,23 @@ std::unique_ptr<Communicator> createSingleRankCommunicator() {
   return std::make_unique<SingleRankCommunicator>();
 }
 
+// Weak: a partitioned executable links the MPI definitions instead.
+__attribute__((weak)) std::unique_ptr<World>
+startWorld(int &, char **&, const MeshShape &mesh, std::string &error) {
+  if (mesh.numRanks() != 1) {
+    error = "the model was partitioned for mesh " + mesh.describe() +
+            " but the executable has no MPI runtime";
+    return nullptr;
+  }
+  return std::make_unique<World>(mesh, 0, [](const std::vector<int> &) {
+    return createSingleRankCommunicator();
+  });
+}
+
+__attribute__((weak)) std::unique_ptr<Communicator> worldCommunicator() {
+  return createSingleRankCommunicator();
+}
+
+__attribute__((weak)) void stopWorld() {}
+
 } // namespace weft::runtime

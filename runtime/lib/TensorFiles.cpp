@@ -75,9 +75,9 @@ static bool readNpy(const std::string &path, TensorData &out,
       error = "'" + path + "' is truncated";
       return false;
     }
-    headerLength = uint32_t(uint8_t(data[8])) | uint32_t(uint8_t(data[9])) << 8 |
-                   uint32_t(uint8_t(data[10])) << 16 |
-                   uint32_t(uint8_t(data[11])) << 24;
+    headerLength =
+        uint32_t(uint8_t(data[8])) | uint32_t(uint8_t(data[9])) << 8 |
+        uint32_t(uint8_t(data[10])) << 16 | uint32_t(uint8_t(data[11])) << 24;
     headerStart = 12;
   }
   if (headerStart + headerLength > data.size()) {
@@ -131,12 +131,24 @@ bool writeNpy(const std::string &path, const TensorData &tensor,
               std::string &error) {
   const char *descr = nullptr;
   switch (tensor.dtype) {
-  case WEFT_F32: descr = "<f4"; break;
-  case WEFT_F64: descr = "<f8"; break;
-  case WEFT_F16: descr = "<f2"; break;
-  case WEFT_I64: descr = "<i8"; break;
-  case WEFT_I32: descr = "<i4"; break;
-  case WEFT_BOOL: descr = "|b1"; break;
+  case WEFT_F32:
+    descr = "<f4";
+    break;
+  case WEFT_F64:
+    descr = "<f8";
+    break;
+  case WEFT_F16:
+    descr = "<f2";
+    break;
+  case WEFT_I64:
+    descr = "<i8";
+    break;
+  case WEFT_I32:
+    descr = "<i4";
+    break;
+  case WEFT_BOOL:
+    descr = "|b1";
+    break;
   case WEFT_BF16:
     error = "bf16 has no numpy dtype; cannot write '" + path + "'";
     return false;
@@ -205,25 +217,49 @@ struct WireReader {
   }
   void skip(int wireType) {
     switch (wireType) {
-    case 0: varint(); break;
-    case 1: p + 8 <= end ? p += 8 : (ok = false, p); break;
-    case 2: lengthDelimited(); break;
-    case 5: p + 4 <= end ? p += 4 : (ok = false, p); break;
-    default: ok = false;
+    case 0:
+      varint();
+      break;
+    case 1:
+      p + 8 <= end ? p += 8 : (ok = false, p);
+      break;
+    case 2:
+      lengthDelimited();
+      break;
+    case 5:
+      p + 4 <= end ? p += 4 : (ok = false, p);
+      break;
+    default:
+      ok = false;
     }
   }
 };
 
 bool onnxDtype(uint64_t code, weft_dtype &dtype) {
   switch (code) {
-  case 1: dtype = WEFT_F32; return true;
-  case 11: dtype = WEFT_F64; return true;
-  case 10: dtype = WEFT_F16; return true;
-  case 16: dtype = WEFT_BF16; return true;
-  case 7: dtype = WEFT_I64; return true;
-  case 6: dtype = WEFT_I32; return true;
-  case 9: dtype = WEFT_BOOL; return true;
-  default: return false;
+  case 1:
+    dtype = WEFT_F32;
+    return true;
+  case 11:
+    dtype = WEFT_F64;
+    return true;
+  case 10:
+    dtype = WEFT_F16;
+    return true;
+  case 16:
+    dtype = WEFT_BF16;
+    return true;
+  case 7:
+    dtype = WEFT_I64;
+    return true;
+  case 6:
+    dtype = WEFT_I32;
+    return true;
+  case 9:
+    dtype = WEFT_BOOL;
+    return true;
+  default:
+    return false;
   }
 }
 } // namespace
@@ -234,7 +270,8 @@ static bool readPb(const std::string &path, TensorData &out,
   if (!readFile(path, data, error))
     return false;
   WireReader reader{reinterpret_cast<const uint8_t *>(data.data()),
-                    reinterpret_cast<const uint8_t *>(data.data()) + data.size()};
+                    reinterpret_cast<const uint8_t *>(data.data()) +
+                        data.size()};
   uint64_t dataType = 0;
   std::string raw;
   bool hasRaw = false;

@@ -13,6 +13,7 @@
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
+#include "weft/ShardLayout.h"
 #include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/ONNX/ImportONNX.h"
 
@@ -23,6 +24,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
@@ -59,6 +61,18 @@ static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3"),
 static cl::opt<bool> report("report",
                             cl::desc("Print the memory plan and buffer sizes"),
                             cl::cat(category));
+static cl::opt<std::string>
+    meshOption("mesh",
+               cl::desc("Partition for a device mesh: --mesh dp=2,tp=2"),
+               cl::value_desc("axis=size,..."), cl::cat(category));
+static cl::list<std::string>
+    parallel("parallel", cl::desc("Parallel strategies: dp, megatron"),
+             cl::CommaSeparated, cl::value_desc("strategy,..."),
+             cl::cat(category));
+static cl::opt<bool>
+    sequenceParallel("sequence-parallel",
+                     cl::desc("Split norm regions on the sequence dim (tp)"),
+                     cl::cat(category));
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipelines"),
                                    cl::cat(category));
@@ -85,10 +99,14 @@ std::string defaultOutput() {
   llvm::SmallString<256> stem(llvm::sys::path::filename(inputFile));
   llvm::sys::path::replace_extension(stem, "");
   switch (emit) {
-  case Emit::MLIR: return (stem + ".mlir").str();
-  case Emit::LLVM: return (stem + ".ll").str();
-  case Emit::Obj: return (stem + ".o").str();
-  case Emit::Exe: return stem.str().str();
+  case Emit::MLIR:
+    return (stem + ".mlir").str();
+  case Emit::LLVM:
+    return (stem + ".ll").str();
+  case Emit::Obj:
+    return (stem + ".o").str();
+  case Emit::Exe:
+    return stem.str().str();
   }
   return stem.str().str();
 }
@@ -97,8 +115,8 @@ std::string defaultOutput() {
 std::string runtimeLibrary(const char *argv0, llvm::StringRef name) {
   std::string exe = llvm::sys::fs::getMainExecutable(
       argv0, reinterpret_cast<void *>(&defaultOutput));
-  llvm::SmallString<256> path(llvm::sys::path::parent_path(
-      llvm::sys::path::parent_path(exe)));
+  llvm::SmallString<256> path(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(path, "lib", name);
   return path.str().str();
 }
@@ -107,12 +125,40 @@ std::string runtimeLibrary(const char *argv0, llvm::StringRef name) {
 /// offset.
 LogicalResult writeWeights(ModuleOp module,
                            const std::vector<weft::EntryBuffer> &buffers,
-                           uint64_t bytes, const std::string &manifest,
-                           llvm::StringRef path) {
-  std::vector<std::pair<std::string, uint64_t>> placement;
-  for (const weft::EntryBuffer &b : buffers)
-    if (b.role == weft::EntryBuffer::Role::Param)
-      placement.push_back({b.name, b.weightsOffset});
+                           const weft::EntryMesh *mesh, uint64_t bytes,
+                           const std::string &manifest, llvm::StringRef path) {
+  weft::runtime::MeshShape meshShape;
+  if (mesh) {
+    meshShape.names = mesh->names;
+    meshShape.sizes = mesh->sizes;
+  }
+  std::vector<weft::WeightPlacement> placement;
+  for (const weft::EntryBuffer &b : buffers) {
+    if (b.role != weft::EntryBuffer::Role::Param)
+      continue;
+    weft::WeightPlacement place{b.name, b.weightsOffset, nullptr};
+    if (b.numShards > 1) {
+      weft::runtime::ShardSpec spec;
+      if (!weft::runtime::ShardSpec::parse(b.spec, b.globalShape.size(),
+                                           spec)) {
+        fail("bad sharding '" + b.spec + "' of '" + b.name + "'");
+        return failure();
+      }
+      // Every distinct shard once, each at its own aligned slot.
+      place.write = [spec, b, meshShape](llvm::StringRef whole,
+                                         llvm::raw_pwrite_stream &out) {
+        size_t elementSize = std::max(1u, b.type.getElementTypeBitWidth() / 8);
+        std::vector<char> shard(b.localBytes());
+        for (int64_t index = 0; index < b.numShards; ++index) {
+          spec.extract(whole.data(), shard.data(), b.globalShape, elementSize,
+                       index, meshShape);
+          out.pwrite(shard.data(), shard.size(),
+                     b.weightsOffset + index * b.shardStride);
+        }
+      };
+    }
+    placement.push_back(std::move(place));
+  }
   std::error_code ec;
   llvm::raw_fd_ostream out(path, ec);
   if (ec) {
@@ -124,13 +170,12 @@ LogicalResult writeWeights(ModuleOp module,
   memcpy(header + 8, &hash, 8);
   memcpy(header + 16, &bytes, 8);
   out.write(header, sizeof(header));
-  // Size the file first so params can be written at their offsets.
   std::string zeros(bytes - sizeof(header), '\0');
   out.write(zeros.data(), zeros.size());
   if (placement.empty())
     return success();
-  auto source = module->getAttrOfType<StringAttr>(
-      weft::WeftDialect::kWeightsAttrName);
+  auto source =
+      module->getAttrOfType<StringAttr>(weft::WeftDialect::kWeightsAttrName);
   if (!source) {
     fail("the module has weights but no 'weft.weights' source file");
     return failure();
@@ -182,9 +227,20 @@ int main(int argc, char **argv) {
   PassManager weftPasses(&context);
   if (optLevel > 0)
     weft::buildFuseIdiomsPipeline(weftPasses);
+  if (!meshOption.empty()) {
+    weft::WeftShardPresetsOptions presets;
+    presets.mesh = meshOption;
+    presets.parallel.assign(parallel.begin(), parallel.end());
+    presets.sequenceParallel = sequenceParallel;
+    weftPasses.addPass(weft::createWeftShardPresets(presets));
+    weftPasses.addPass(weft::createWeftPropagateSharding());
+    weftPasses.addPass(weft::createWeftPartition());
+    weftPasses.addPass(createCanonicalizerPass());
+  } else if (!parallel.empty() || sequenceParallel) {
+    return fail("--parallel and --sequence-parallel need --mesh");
+  }
   PassManager lowering(&context);
-  weft::buildLowerToLLVMPipeline(lowering,
-                                 weft::CPUPipelineOptions{optLevel});
+  weft::buildLowerToLLVMPipeline(lowering, weft::CPUPipelineOptions{optLevel});
   if (printPipeline) {
     llvm::outs() << "weft passes: ";
     weftPasses.printAsTextualPipeline(llvm::outs());
@@ -210,12 +266,19 @@ int main(int argc, char **argv) {
   auto main = module->lookupSymbol<func::FuncOp>("main");
   if (!main)
     return fail("the model has no function 'main'");
+  std::optional<weft::EntryMesh> mesh = weft::describeMesh(*module);
+  const weft::EntryMesh *meshOrNull = mesh ? &*mesh : nullptr;
   uint64_t weightsBytes;
-  std::vector<weft::EntryBuffer> buffers = weft::describeEntry(main, weightsBytes);
-  std::string manifest = weft::buildManifest(buffers);
+  FailureOr<std::vector<weft::EntryBuffer>> described =
+      weft::describeEntry(main, meshOrNull, weightsBytes);
+  if (failed(described))
+    return 1;
+  std::vector<weft::EntryBuffer> buffers = std::move(*described);
+  std::string manifest = weft::buildManifest(buffers, meshOrNull);
   // The C `main` of the executable is the runtime's.
   constexpr llvm::StringLiteral entryName = "weft_model_main";
-  if (failed(SymbolTable::replaceAllSymbolUses(main, StringAttr::get(&context, entryName), *module)))
+  if (failed(SymbolTable::replaceAllSymbolUses(
+          main, StringAttr::get(&context, entryName), *module)))
     return fail("cannot rename the entry function");
   SymbolTable::setSymbolName(main, entryName);
   // The manifest now describes the buffers; bufferization changes the
@@ -223,6 +286,8 @@ int main(int argc, char **argv) {
   main->removeAttr(weft::WeftDialect::kOutputsAttrName);
   for (unsigned i = 0; i < main.getNumArguments(); ++i)
     main.setArgAttrs(i, ArrayRef<NamedAttribute>{});
+  for (unsigned i = 0; i < main.getNumResults(); ++i)
+    main.setResultAttrs(i, ArrayRef<NamedAttribute>{});
   if (failed(lowering.run(*module)))
     return 1;
   if (report) {
@@ -245,9 +310,8 @@ int main(int argc, char **argv) {
         return value ? value.getInt() : 0;
       };
       llvm::outs() << "temporaries: peak " << get("peak_bytes")
-                   << " bytes in one arena (" << get("buffers")
-                   << " buffers, " << get("unplanned_bytes")
-                   << " bytes without reuse)\n";
+                   << " bytes in one arena (" << get("buffers") << " buffers, "
+                   << get("unplanned_bytes") << " bytes without reuse)\n";
     }
   }
 
@@ -267,14 +331,14 @@ int main(int argc, char **argv) {
   }
 
   std::string weightsPath = outputFile + ".weights";
-  std::string objectPath = emit == Emit::Obj ? outputFile.getValue()
-                                             : outputFile + ".o";
+  std::string objectPath =
+      emit == Emit::Obj ? outputFile.getValue() : outputFile + ".o";
   outputs.paths = {objectPath, weightsPath};
   if (emit == Emit::Exe)
     outputs.paths.push_back(outputFile);
   if (!weft::emitObjectFile(*llvmModule, objectPath, optLevel, error))
     return fail(error);
-  if (failed(writeWeights(*module, buffers, weightsBytes, manifest,
+  if (failed(writeWeights(*module, buffers, meshOrNull, weightsBytes, manifest,
                           weightsPath)))
     return 1;
   if (emit == Emit::Obj) {
@@ -287,21 +351,25 @@ int main(int argc, char **argv) {
     return fail("no C++ compiler driver 'c++' on PATH to link with");
   std::string runtimeMain = runtimeLibrary(argv[0], "libweft_runtime_main.a");
   std::string runtime = runtimeLibrary(argv[0], "libweft_runtime.a");
-  for (const std::string &lib : {runtimeMain, runtime})
+  std::string runtimeMpi = runtimeLibrary(argv[0], "libweft_runtime_mpi.a");
+  for (const std::string &lib : {runtimeMain, runtime, runtimeMpi})
     if (!llvm::sys::fs::exists(lib))
       return fail("runtime library '" + lib + "' is missing");
+  std::vector<llvm::StringRef> args{*linker, objectPath};
+  // A partitioned model runs its ranks over MPI: the MPI world replaces
+  // the runtime's weak one-rank definitions, so it is linked whole.
+  llvm::SmallVector<llvm::StringRef> mpiLibraries;
+  if (mesh) {
+    args.insert(args.end(),
+                {"-Wl,--whole-archive", runtimeMpi, "-Wl,--no-whole-archive"});
+    llvm::StringRef(WEFT_MPI_LIBRARIES).split(mpiLibraries, ';', -1, false);
+  }
+  args.insert(args.end(), {runtimeMain, runtime});
+  args.insert(args.end(), mpiLibraries.begin(), mpiLibraries.end());
   // libomp comes from Debian's LLVM 22 (libomp-22-dev).
-  std::vector<llvm::StringRef> args{*linker,
-                                    objectPath,
-                                    runtimeMain,
-                                    runtime,
-                                    "-lopenblas",
-                                    "-L" WEFT_LIBOMP_DIR,
-                                    "-Wl,-rpath," WEFT_LIBOMP_DIR,
-                                    "-lomp",
-                                    "-lm",
-                                    "-o",
-                                    outputFile};
+  args.insert(args.end(), {"-lopenblas", "-L" WEFT_LIBOMP_DIR,
+                           "-Wl,-rpath," WEFT_LIBOMP_DIR, "-lomp", "-lm", "-o",
+                           outputFile});
   std::string linkError;
   if (llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                 &linkError) != 0)

@@ -4,7 +4,9 @@
 #define WEFT_CONVERSION_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -17,6 +19,10 @@ namespace weft {
 
 #define GEN_PASS_REGISTRATION
 #include "weft/Conversion/Passes.h.inc"
+
+/// Registers how the shard collectives bufferize: into calls of the Weft
+/// runtime (see convert-shard-to-weft-runtime).
+void registerShardBufferizationModels(mlir::DialectRegistry &registry);
 
 } // namespace weft
 

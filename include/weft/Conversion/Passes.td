@@ -25,4 +25,24 @@ def ConvertWeftToLinalg : Pass<"convert-weft-to-linalg"> {
   ];
 }
 
+def ConvertShardToWeftRuntime
+    : Pass<"convert-shard-to-weft-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lower shard ops of a partitioned program to runtime calls";
+  let description = [{
+    A rank's coordinate (`shard.process_multi_index`) becomes a call of
+    `weft_mesh_coordinate(axis)`, and `shard.all_slice` a `tensor.extract_slice`
+    at that coordinate. The collectives (`all_reduce`, `all_gather`,
+    `reduce_scatter`, `all_to_all`) are lowered by bufferization: their
+    BufferizableOpInterface models (registered with the dialects) allocate
+    the result and call `weft_collective_<dtype>(in, out, kind, axes_mask,
+    dim, concat_dim)`, which this pass declares. Run once more after
+    bufferization, the pass erases the `shard.grid` that nothing refers to
+    any more. A reduction other than a sum is an error at the op.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
 #endif // WEFT_CONVERSION_PASSES_TD

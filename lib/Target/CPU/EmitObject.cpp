@@ -1,7 +1,8 @@
 //===- EmitObject.cpp - LLVM IR, entry wrapper, manifest and object -------===//
 
-#include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/Transforms/Sharding.h"
+#include "weft/Target/CPU/CPUTarget.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -22,30 +23,90 @@
 #include "llvm/TargetParser/SubtargetFeature.h"
 
 using namespace mlir;
+using weft::Mesh;
+using weft::TensorSharding;
 
 namespace weft {
 
-std::vector<EntryBuffer> describeEntry(func::FuncOp func,
-                                       uint64_t &weightsBytes) {
+uint64_t EntryBuffer::localBytes() const {
+  return type.getNumElements() *
+         std::max<uint64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+std::optional<EntryMesh> describeMesh(ModuleOp module) {
+  std::optional<Mesh> mesh = Mesh::find(module);
+  if (!mesh)
+    return std::nullopt;
+  EntryMesh entry;
+  entry.names.assign(mesh->names.begin(), mesh->names.end());
+  entry.sizes.assign(mesh->sizes.begin(), mesh->sizes.end());
+  module.walk([&](Operation *op) {
+    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    if (!axes || op->getDialect()->getNamespace() != "shard" ||
+        isa<shard::AllSliceOp>(op))
+      return;
+    int64_t mask = 0;
+    for (int16_t axis : axes.asArrayRef())
+      mask |= int64_t(1) << axis;
+    if (!llvm::is_contained(entry.groupMasks, mask))
+      entry.groupMasks.push_back(mask);
+  });
+  return entry;
+}
+
+FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
+                                                  const EntryMesh *entryMesh,
+                                                  uint64_t &weightsBytes) {
+  std::optional<Mesh> mesh;
+  if (entryMesh) {
+    mesh = Mesh();
+    mesh->names.assign(entryMesh->names.begin(), entryMesh->names.end());
+    mesh->sizes.assign(entryMesh->sizes.begin(), entryMesh->sizes.end());
+  }
+  // Global shape and spec from the buffer's `weft.sharding`, if any.
+  auto place = [&](EntryBuffer &buffer, DictionaryAttr attrs) -> LogicalResult {
+    buffer.globalShape.assign(buffer.type.getShape().begin(),
+                              buffer.type.getShape().end());
+    TensorSharding sharding = TensorSharding::replicated(buffer.type.getRank());
+    auto text = attrs ? attrs.getAs<StringAttr>(WeftDialect::kShardingAttrName)
+                      : StringAttr();
+    if (text) {
+      std::optional<TensorSharding> parsed =
+          mesh ? TensorSharding::parse(text.getValue(), *mesh) : std::nullopt;
+      if (!parsed || parsed->dims.size() != buffer.globalShape.size())
+        return func.emitError()
+               << "cannot read the sharding '" << text.getValue() << "' of '"
+               << buffer.name << "'";
+      sharding = *parsed;
+    }
+    for (auto [dim, split] : llvm::enumerate(sharding.dims)) {
+      buffer.globalShape[dim] *= mesh ? mesh->size(split.axes) : 1;
+      buffer.numShards *= mesh ? mesh->size(split.axes) : 1;
+    }
+    buffer.spec = sharding.runtimeSpec();
+    return success();
+  };
   std::vector<EntryBuffer> buffers;
   weightsBytes = 64; // header
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     EntryBuffer buffer;
     buffer.type = llvm::cast<RankedTensorType>(func.getArgumentTypes()[i]);
-    if (auto name = func.getArgAttrOfType<StringAttr>(
-            i, WeftDialect::kParamAttrName)) {
+    if (auto name =
+            func.getArgAttrOfType<StringAttr>(i, WeftDialect::kParamAttrName)) {
       buffer.role = EntryBuffer::Role::Param;
       buffer.name = name.str();
-      buffer.weightsOffset = weightsBytes;
-      uint64_t bytes =
-          buffer.type.getNumElements() *
-          std::max<uint64_t>(1, buffer.type.getElementTypeBitWidth() / 8);
-      weightsBytes += (bytes + 63) / 64 * 64;
     } else {
       buffer.role = EntryBuffer::Role::Input;
-      auto inputName = func.getArgAttrOfType<StringAttr>(
-          i, WeftDialect::kInputAttrName);
+      auto inputName =
+          func.getArgAttrOfType<StringAttr>(i, WeftDialect::kInputAttrName);
       buffer.name = inputName ? inputName.str() : "arg" + std::to_string(i);
+    }
+    if (failed(place(buffer, func.getArgAttrDict(i))))
+      return failure();
+    if (buffer.role == EntryBuffer::Role::Param) {
+      buffer.weightsOffset = weightsBytes;
+      buffer.shardStride = (buffer.localBytes() + 63) / 64 * 64;
+      weightsBytes += buffer.shardStride * buffer.numShards;
     }
     buffers.push_back(buffer);
   }
@@ -56,6 +117,8 @@ std::vector<EntryBuffer> describeEntry(func::FuncOp func,
     buffer.type = llvm::cast<RankedTensorType>(type);
     buffer.name = names ? llvm::cast<StringAttr>(names[i]).str()
                         : "result" + std::to_string(i);
+    if (failed(place(buffer, func.getResultAttrDict(i))))
+      return failure();
     buffers.push_back(buffer);
   }
   return buffers;
@@ -91,8 +154,18 @@ static std::string dtypeName(Type type) {
   return "i1";
 }
 
-std::string buildManifest(const std::vector<EntryBuffer> &buffers) {
-  std::string manifest = "weft-manifest 1\n";
+std::string buildManifest(const std::vector<EntryBuffer> &buffers,
+                          const EntryMesh *mesh) {
+  std::string manifest = "weft-manifest 2\n";
+  if (mesh) {
+    manifest += "mesh " + std::to_string(mesh->sizes.size());
+    for (auto [name, size] : llvm::zip(mesh->names, mesh->sizes))
+      manifest += " " + escape(name) + " " + std::to_string(size);
+    manifest += "\ngroups " + std::to_string(mesh->groupMasks.size());
+    for (int64_t mask : mesh->groupMasks)
+      manifest += " " + std::to_string(mask);
+    manifest += "\n";
+  }
   for (const EntryBuffer &b : buffers) {
     manifest += "buffer ";
     manifest += b.role == EntryBuffer::Role::Input   ? "input "
@@ -100,10 +173,12 @@ std::string buildManifest(const std::vector<EntryBuffer> &buffers) {
                                                      : "output ";
     manifest += escape(b.name) + " " + dtypeName(b.type.getElementType()) +
                 " " + std::to_string(b.type.getRank());
-    for (int64_t d : b.type.getShape())
+    for (int64_t d : b.globalShape)
       manifest += " " + std::to_string(d);
+    manifest += " " + (b.spec.empty() ? std::string("*") : b.spec);
     if (b.role == EntryBuffer::Role::Param)
-      manifest += " " + std::to_string(b.weightsOffset);
+      manifest += " " + std::to_string(b.weightsOffset) + " " +
+                  std::to_string(b.shardStride);
     manifest += "\n";
   }
   return manifest;
@@ -125,7 +200,8 @@ hostTargetMachine(unsigned optLevel, std::string &error) {
   }();
   (void)initialized;
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
   llvm::SubtargetFeatures features;
@@ -138,12 +214,10 @@ hostTargetMachine(unsigned optLevel, std::string &error) {
                     : llvm::CodeGenOptLevel::Default));
 }
 
-std::unique_ptr<llvm::Module>
-translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
-                  llvm::StringRef entryName,
-                  const std::vector<EntryBuffer> &buffers,
-                  const std::string &manifest, unsigned optLevel,
-                  std::string &error) {
+std::unique_ptr<llvm::Module> translateToLLVMIR(
+    ModuleOp module, llvm::LLVMContext &context, llvm::StringRef entryName,
+    const std::vector<EntryBuffer> &buffers, const std::string &manifest,
+    unsigned optLevel, std::string &error) {
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   registerOpenMPDialectTranslation(*module.getContext());
@@ -218,9 +292,10 @@ translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
     builder.registerFunctionAnalyses(fam);
     builder.registerLoopAnalyses(lam);
     builder.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::OptimizationLevel level = optLevel >= 3   ? llvm::OptimizationLevel::O3
-                                    : optLevel == 2 ? llvm::OptimizationLevel::O2
-                                                    : llvm::OptimizationLevel::O1;
+    llvm::OptimizationLevel level = optLevel >= 3 ? llvm::OptimizationLevel::O3
+                                    : optLevel == 2
+                                        ? llvm::OptimizationLevel::O2
+                                        : llvm::OptimizationLevel::O1;
     builder.buildPerModuleDefaultPipeline(level).run(*llvmModule, mam);
   }
   return llvmModule;

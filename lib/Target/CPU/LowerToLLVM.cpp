@@ -12,7 +12,10 @@ using namespace mlir;
 
 void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
                                     const CPUPipelineOptions &options) {
-  std::string pipeline = "convert-weft-to-linalg,canonicalize,cse,";
+  // A partitioned program's shard ops become runtime calls: coordinates and
+  // slices here, collectives in bufferization; the second run drops the mesh.
+  std::string pipeline = "convert-weft-to-linalg,convert-shard-to-weft-runtime,"
+                         "canonicalize,cse,";
   if (options.optLevel > 0)
     pipeline += "weft-fuse-elementwise,canonicalize,";
   // Allocations go through the runtime's caching allocator
@@ -22,6 +25,7 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
   pipeline +=
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
+      "convert-shard-to-weft-runtime,"
       "buffer-results-to-out-params{modify-public-functions "
       "hoist-static-allocs},"
       "buffer-deallocation-pipeline,canonicalize,weft-plan-buffers,"

@@ -790,14 +790,16 @@ FailureOr<HostTensor> Importer::readTensorFile() {
 }
 
 LogicalResult Importer::writeInitializers(
-    ArrayRef<std::pair<std::string, uint64_t>> placement,
+    ArrayRef<WeightPlacement> placement,
     llvm::raw_pwrite_stream &out) {
   if (failed(loadModel()))
     return failure();
   llvm::StringMap<const onnx::TensorProto *> byName;
   for (const onnx::TensorProto &t : model.graph().initializer())
     byName[t.name()] = &t;
-  for (const auto &[name, offset] : placement) {
+  for (const WeightPlacement &place : placement) {
+    const std::string &name = place.name;
+    uint64_t offset = place.offset;
     const onnx::TensorProto *t = byName.lookup(name);
     if (!t) {
       modelError() << "initializer '" << name << "' is not in the model";
@@ -807,6 +809,34 @@ LogicalResult Importer::writeInitializers(
     if (failed(type))
       return failure();
     int64_t bytes = type->getNumElements() * elementByteSize(t->data_type());
+    if (place.write) {
+      // The whole tensor in memory, for the placement to cut up.
+      std::string whole;
+      if (t->data_location() == onnx::TensorProto::EXTERNAL) {
+        FailureOr<std::string> data = readExternalData(*t, bytes, 0, bytes);
+        if (failed(data))
+          return failure();
+        whole = std::move(*data);
+      } else {
+        FailureOr<DenseElementsAttr> attr = readTensor(*t);
+        if (failed(attr))
+          return failure();
+        ArrayRef<char> raw = attr->getRawData();
+        int64_t width = elementByteSize(t->data_type());
+        if (attr->isSplat())
+          for (int64_t i = 0; i < attr->getNumElements(); ++i)
+            whole.append(raw.data(), width);
+        else
+          whole.assign(raw.data(), raw.size());
+      }
+      if (static_cast<int64_t>(whole.size()) != bytes) {
+        modelError() << "initializer '" << name << "' has " << whole.size()
+                     << " bytes but " << bytes << " in the model";
+        return failure();
+      }
+      place.write(whole, out);
+      continue;
+    }
     if (t->data_location() == onnx::TensorProto::EXTERNAL) {
       // Copy in chunks: a single weight may be gigabytes.
       constexpr int64_t kChunk = int64_t(64) << 20;
@@ -847,7 +877,7 @@ LogicalResult Importer::writeInitializers(
 using namespace weft::onnx_import;
 
 LogicalResult weft::writeONNXInitializers(
-    StringRef modelPath, ArrayRef<std::pair<std::string, uint64_t>> placement,
+    StringRef modelPath, ArrayRef<WeightPlacement> placement,
     llvm::raw_pwrite_stream &out, MLIRContext *ctx) {
   ONNXImportOptions options;
   return Importer(ctx, modelPath, options).writeInitializers(placement, out);

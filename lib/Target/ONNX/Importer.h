@@ -90,7 +90,7 @@ public:
   FailureOr<llvm::StringMap<HostTensor>> readInitializers();
   FailureOr<HostTensor> readTensorFile();
   LogicalResult
-  writeInitializers(ArrayRef<std::pair<std::string, uint64_t>> placement,
+  writeInitializers(ArrayRef<WeightPlacement> placement,
                     llvm::raw_pwrite_stream &out);
 
   // Node handlers (one per ONNX op type or family).

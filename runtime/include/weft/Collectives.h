@@ -13,9 +13,14 @@
 
 #include "weft/runtime.h"
 
+#include "weft/ShardLayout.h"
+
 #include <cstddef>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace weft::runtime {
 
@@ -45,6 +50,43 @@ public:
                     int peer) = 0;
   virtual void recv(void *data, size_t count, weft_dtype dtype, int peer) = 0;
 };
+
+/// The ranks of a partitioned model: its mesh, this rank's place in it, and
+/// a communicator per group of mesh axes, created once (at start-up for
+/// every group the manifest lists).
+class World {
+public:
+  /// Creates the communicator over the given mesh axes (major first) that
+  /// contains this rank.
+  using GroupFactory =
+      std::function<std::unique_ptr<Communicator>(const std::vector<int> &)>;
+
+  World(MeshShape mesh, int rank, GroupFactory factory);
+  /// The communicator of the axes in `mask` (bit a for mesh axis a).
+  Communicator &group(int64_t mask);
+  void createGroups(const std::vector<int64_t> &masks);
+
+  const MeshShape mesh;
+  const int rank;
+  const std::vector<int64_t> coordinates;
+
+private:
+  GroupFactory factory;
+  std::map<int64_t, std::unique_ptr<Communicator>> groups;
+};
+
+/// The world that compiled collectives use.
+void setCurrentWorld(World *world);
+
+/// Starts the ranks of `mesh`. Partitioned executables link the MPI
+/// implementation; the default one runs a one-rank mesh only. Returns null
+/// with `error` set when the launched world does not match the mesh.
+std::unique_ptr<World> startWorld(int &argc, char **&argv,
+                                  const MeshShape &mesh, std::string &error);
+/// A communicator over every rank (for the runner's input and output
+/// handling, outside the model).
+std::unique_ptr<Communicator> worldCommunicator();
+void stopWorld();
 
 /// The communicator of a program that runs as one rank: every collective
 /// is the identity (a copy where send and receive buffers differ).

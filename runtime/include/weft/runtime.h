@@ -28,9 +28,16 @@ typedef enum weft_dtype {
   WEFT_BOOL = 6
 } weft_dtype;
 
-typedef enum weft_role { WEFT_INPUT = 0, WEFT_PARAM = 1, WEFT_OUTPUT = 2 } weft_role;
+typedef enum weft_role {
+  WEFT_INPUT = 0,
+  WEFT_PARAM = 1,
+  WEFT_OUTPUT = 2
+} weft_role;
 
-/* One buffer of the entry function. */
+/* One buffer of the entry function. In a partitioned model `shape` and
+ * `bytes` describe the whole tensor and `local_shape`/`local_bytes` one
+ * rank's shard of it, split as `sharding` says (see weft/ShardLayout.h;
+ * "-" for every dim of a whole tensor). */
 typedef struct weft_buffer_info {
   const char *name;
   weft_role role;
@@ -38,6 +45,9 @@ typedef struct weft_buffer_info {
   int rank;
   const int64_t *shape;
   size_t bytes;
+  const int64_t *local_shape;
+  size_t local_bytes;
+  const char *sharding;
 } weft_buffer_info;
 
 typedef struct weft_model weft_model;
@@ -48,18 +58,31 @@ weft_model *weft_model_open(const char *manifest, const char *weights_path,
                             char *error, size_t error_size);
 void weft_model_close(weft_model *model);
 
+/* The device mesh of a partitioned model ("dp=2,tp=2"), or "" when the model
+ * runs as one rank. */
+const char *weft_model_mesh(const weft_model *model);
+/* The groups of mesh axes its collectives use (bit a = mesh axis a), so
+ * that their communicators are created at start-up. */
+size_t weft_model_num_groups(const weft_model *model);
+int64_t weft_model_group(const weft_model *model, size_t i);
+/* Makes this process rank `rank` of the mesh (row-major coordinates): its
+ * weight shards are used and its outputs allocated. Rank 0 by default. */
+int weft_model_set_rank(weft_model *model, int rank, char *error,
+                        size_t error_size);
+
 size_t weft_model_num_buffers(const weft_model *model);
 const weft_buffer_info *weft_model_buffer(const weft_model *model, size_t i);
 
-/* Binds the data of an input buffer (not copied; must outlive the run). */
+/* Binds the data of an input buffer: this rank's shard, local_bytes long
+ * (not copied; must outlive the run). */
 int weft_model_set_input(weft_model *model, size_t i, const void *data);
 /* The data of an output buffer, valid until the model is closed. */
 void *weft_model_output(weft_model *model, size_t i);
 
 /* Runs the entry function once; returns its wall time in seconds, or a
  * negative value (with `error` set) if an input is unbound. */
-double weft_model_run(weft_model *model, void (*entry)(void **),
-                      char *error, size_t error_size);
+double weft_model_run(weft_model *model, void (*entry)(void **), char *error,
+                      size_t error_size);
 
 size_t weft_dtype_size(weft_dtype dtype);
 const char *weft_dtype_name(weft_dtype dtype);

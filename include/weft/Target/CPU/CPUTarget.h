@@ -37,18 +37,45 @@ struct EntryBuffer {
   enum class Role { Input, Param, Output };
   Role role;
   std::string name;
+  /// What the entry function sees: one rank's shard in a partitioned model.
   mlir::RankedTensorType type;
-  uint64_t weightsOffset = 0; // params only
+  /// The whole tensor, and how it is split (the runtime's spec, "-" per
+  /// whole dim; see runtime/include/weft/ShardLayout.h).
+  std::vector<int64_t> globalShape;
+  std::string spec;
+  int64_t numShards = 1;
+  /// Params: where shard 0 starts in the weights file, and the distance
+  /// between consecutive shards (each 64-byte aligned).
+  uint64_t weightsOffset = 0;
+  uint64_t shardStride = 0;
+
+  uint64_t localBytes() const;
+};
+
+/// The device mesh of a partitioned model, for the manifest.
+struct EntryMesh {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  /// The groups of mesh axes its collectives run over (bit a = axis a).
+  std::vector<int64_t> groupMasks;
 };
 
 /// The buffers of `func` in entry order (arguments, then results). Params
 /// get offsets in a weights file laid out 64-byte aligned after a 64-byte
-/// header; `weightsBytes` is the file's size.
-std::vector<EntryBuffer> describeEntry(mlir::func::FuncOp func,
-                                       uint64_t &weightsBytes);
+/// header, every distinct shard once; `weightsBytes` is the file's size.
+/// In a partitioned module (with `mesh`) the `weft.sharding` attributes
+/// give the global shapes; an unreadable one is an error.
+mlir::FailureOr<std::vector<EntryBuffer>>
+describeEntry(mlir::func::FuncOp func, const EntryMesh *mesh,
+              uint64_t &weightsBytes);
+
+/// The mesh of a partitioned module (its shard.grid and the axes groups of
+/// its collectives), or std::nullopt.
+std::optional<EntryMesh> describeMesh(mlir::ModuleOp module);
 
 /// The manifest text the runtime parses (see runtime/lib/Model.cpp).
-std::string buildManifest(const std::vector<EntryBuffer> &buffers);
+std::string buildManifest(const std::vector<EntryBuffer> &buffers,
+                          const EntryMesh *mesh);
 
 /// FNV-1a hash of the manifest; the weights file header carries it.
 uint64_t manifestHash(const std::string &manifest);

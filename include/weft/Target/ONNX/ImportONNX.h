@@ -9,6 +9,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,12 +43,22 @@ llvm::FailureOr<HostTensor> readONNXTensorFile(llvm::StringRef path,
 llvm::FailureOr<llvm::StringMap<HostTensor>>
 readONNXInitializers(llvm::StringRef modelPath, mlir::MLIRContext *context);
 
+/// Where an initializer goes in a weights file.
+struct WeightPlacement {
+  std::string name;
+  uint64_t offset = 0;
+  /// When set, it receives the whole tensor and writes it where it belongs
+  /// instead (a partitioned model stores each shard on its own).
+  std::function<void(llvm::StringRef bytes, llvm::raw_pwrite_stream &out)>
+      write;
+};
+
 /// Copies the bytes of the named initializers of an ONNX model into `out`
-/// at the given offsets (little-endian, the model's element types), reading
-/// external data in chunks so that large models never sit in memory.
+/// (little-endian, the model's element types). External data is read in
+/// chunks when copied as is, so that large models never sit in memory.
 mlir::LogicalResult
 writeONNXInitializers(llvm::StringRef modelPath,
-                      llvm::ArrayRef<std::pair<std::string, uint64_t>> placement,
+                      llvm::ArrayRef<WeightPlacement> placement,
                       llvm::raw_pwrite_stream &out, mlir::MLIRContext *context);
 
 /// The default-domain ONNX op types the importer supports, sorted.

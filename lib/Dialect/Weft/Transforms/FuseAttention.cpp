@@ -23,7 +23,7 @@ namespace {
 struct ScoreChain {
   MatmulOp product;
   double scale = 1.0;
-  Value mask;         // additive (float) or keep-mask (i1); may be null
+  Value mask; // additive (float) or keep-mask (i1); may be null
   bool negateMask = false;
   /// [B, H] when 3-D [B*H, S, T] scores are masked in a [B, H, S, T] view
   /// (as BART exports); empty otherwise.
@@ -170,8 +170,8 @@ struct FuseScaledDotProduct : public OpRewritePattern<MatmulOp> {
     int64_t rank = qType.getRank();
     if ((rank != 3 && rank != 4) || kType.getRank() != rank ||
         vType.getRank() != rank || (!headView.empty() && rank != 3) ||
-        !qType.hasStaticShape() ||
-        !kType.hasStaticShape() || !vType.hasStaticShape() ||
+        !qType.hasStaticShape() || !kType.hasStaticShape() ||
+        !vType.hasStaticShape() ||
         !llvm::isa<FloatType>(qType.getElementType()))
       return failure();
     // Batch (and head) dims must agree exactly: no broadcasting inside.
@@ -208,8 +208,8 @@ struct FuseScaledDotProduct : public OpRewritePattern<MatmulOp> {
     Value q4 = toFourD(rewriter, loc, query, headView);
     Value k4 = toFourD(rewriter, loc, key, headView);
     Value v4 = toFourD(rewriter, loc, value, headView);
-    double defaultScale = 1.0 / std::sqrt(static_cast<double>(
-                                    qType.getDimSize(rank - 1)));
+    double defaultScale =
+        1.0 / std::sqrt(static_cast<double>(qType.getDimSize(rank - 1)));
     FloatAttr scaleAttr;
     if (std::abs(chain->scale - defaultScale) > 1e-6 * defaultScale)
       scaleAttr = rewriter.getF64FloatAttr(chain->scale);

@@ -58,8 +58,8 @@ Value matchVariancePlusEps(Value v, Value centered, int64_t &axis,
   return x;
 }
 
-LayerNormOp createLayerNorm(PatternRewriter &rewriter, Operation *root,
-                            Value x, Value scale, Value bias, int64_t axis,
+LayerNormOp createLayerNorm(PatternRewriter &rewriter, Operation *root, Value x,
+                            Value scale, Value bias, int64_t axis,
                             double epsilon) {
   return LayerNormOp::create(rewriter, root->getLoc(), x.getType(), x, scale,
                              bias, rewriter.getI64IntegerAttr(axis),
@@ -68,12 +68,12 @@ LayerNormOp createLayerNorm(PatternRewriter &rewriter, Operation *root,
 
 Value onesLike(PatternRewriter &rewriter, Location loc, RankedTensorType x,
                int64_t axis) {
-  auto type = RankedTensorType::get(x.getShape().drop_front(axis),
-                                    x.getElementType());
+  auto type =
+      RankedTensorType::get(x.getShape().drop_front(axis), x.getElementType());
   return ConstantOp::create(
       rewriter, loc,
-      DenseElementsAttr::get(type, rewriter.getFloatAttr(x.getElementType(), 1)
-                                       .getValue()));
+      DenseElementsAttr::get(
+          type, rewriter.getFloatAttr(x.getElementType(), 1).getValue()));
 }
 
 /// (x - mean) / sqrt(var + eps), also written with rsqrt or reciprocal.
@@ -106,8 +106,8 @@ struct FuseNormalization : public OpRewritePattern<OpTy> {
       return failure();
     auto type = llvm::cast<RankedTensorType>(x.getType());
     Value ones = onesLike(rewriter, op.getLoc(), type, axis);
-    rewriter.replaceOp(op, createLayerNorm(rewriter, op, x, ones, nullptr,
-                                           axis, epsilon));
+    rewriter.replaceOp(
+        op, createLayerNorm(rewriter, op, x, ones, nullptr, axis, epsilon));
     return success();
   }
 };
@@ -128,9 +128,10 @@ struct AbsorbScale : public OpRewritePattern<MulOp> {
                                       ln.getScale().getType().getShape());
       if (!scale)
         continue;
-      rewriter.replaceOp(mul, createLayerNorm(rewriter, mul, ln.getInput(),
-                                              scale, nullptr, ln.getAxis(),
-                                              ln.getEpsilon().convertToDouble()));
+      rewriter.replaceOp(mul,
+                         createLayerNorm(rewriter, mul, ln.getInput(), scale,
+                                         nullptr, ln.getAxis(),
+                                         ln.getEpsilon().convertToDouble()));
       return success();
     }
     return failure();
@@ -152,9 +153,10 @@ struct AbsorbBias : public OpRewritePattern<AddOp> {
                                      ln.getScale().getType().getShape());
       if (!bias)
         continue;
-      rewriter.replaceOp(add, createLayerNorm(rewriter, add, ln.getInput(),
-                                              ln.getScale(), bias, ln.getAxis(),
-                                              ln.getEpsilon().convertToDouble()));
+      rewriter.replaceOp(add,
+                         createLayerNorm(rewriter, add, ln.getInput(),
+                                         ln.getScale(), bias, ln.getAxis(),
+                                         ln.getEpsilon().convertToDouble()));
       return success();
     }
     return failure();
@@ -214,8 +216,8 @@ struct FuseMultiplierForm : public OpRewritePattern<AddOp> {
           continue;
         int64_t checkedAxis;
         double epsilon;
-        if (matchVariancePlusEps(varianceEps, centered, checkedAxis,
-                                 epsilon) != x ||
+        if (matchVariancePlusEps(varianceEps, centered, checkedAxis, epsilon) !=
+                x ||
             checkedAxis != axis || add.getType() != x.getType())
           continue;
         auto type = llvm::cast<RankedTensorType>(x.getType());
@@ -227,8 +229,8 @@ struct FuseMultiplierForm : public OpRewritePattern<AddOp> {
             asNormalizedParam(rewriter, add.getLoc(), sub.getLhs(), normalized);
         if (!scale || !bias)
           continue;
-        rewriter.replaceOp(add, createLayerNorm(rewriter, add, x, scale, bias,
-                                                axis, epsilon));
+        rewriter.replaceOp(
+            add, createLayerNorm(rewriter, add, x, scale, bias, axis, epsilon));
         return success();
       }
     }
@@ -240,8 +242,8 @@ struct WeftFuseLayerNormPass
     : public weft::impl::WeftFuseLayerNormBase<WeftFuseLayerNormPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseNormalization<DivOp>, FuseNormalization<MulOp>, AbsorbScale, AbsorbBias,
-                 FuseMultiplierForm>(&getContext());
+    patterns.add<FuseNormalization<DivOp>, FuseNormalization<MulOp>,
+                 AbsorbScale, AbsorbBias, FuseMultiplierForm>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -102,10 +102,10 @@ struct AbsorbRmsScale : public OpRewritePattern<MulOp> {
                                       rms.getScale().getType().getShape());
       if (!scale)
         continue;
-      rewriter.replaceOp(mul, createRmsNorm(rewriter, mul.getLoc(),
-                                            rms.getInput(), scale,
-                                            rms.getAxis(),
-                                            rms.getEpsilon().convertToDouble()));
+      rewriter.replaceOp(mul,
+                         createRmsNorm(rewriter, mul.getLoc(), rms.getInput(),
+                                       scale, rms.getAxis(),
+                                       rms.getEpsilon().convertToDouble()));
       return success();
     }
     return failure();

@@ -267,26 +267,18 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
                            bool resultsFirst) {
   OpPlan plan;
   plan.factors.resize(rule.kinds.size());
-  // Tensors: operands, then results; the axes each already uses.
-  size_t numOperands = op->getNumOperands();
-  SmallVector<SmallVector<MeshAxis>> used(numOperands + op->getNumResults());
-  auto factorsOf = [&](size_t tensor) -> ArrayRef<int64_t> {
-    return tensor < numOperands ? rule.operandFactors[tensor]
-                                : rule.resultFactors[tensor - numOperands];
-  };
+  // A mesh axis splits at most one factor of an op: two factors on one
+  // axis would pair shard r of one with shard r of the other only.
+  SmallVector<MeshAxis> used;
   auto tryAssign = [&](int64_t factor, const DimSharding &sharding) {
     if (factor < 0 || plan.factors[factor] ||
         rule.kinds[factor] == FactorKind::Whole)
       return;
-    for (size_t tensor = 0; tensor < used.size(); ++tensor)
-      if (llvm::is_contained(factorsOf(tensor), factor))
-        for (MeshAxis axis : sharding.axes)
-          if (llvm::is_contained(used[tensor], axis))
-            return;
+    for (MeshAxis axis : sharding.axes)
+      if (llvm::is_contained(used, axis))
+        return;
     plan.factors[factor] = sharding;
-    for (size_t tensor = 0; tensor < used.size(); ++tensor)
-      if (llvm::is_contained(factorsOf(tensor), factor))
-        llvm::append_range(used[tensor], sharding.axes);
+    llvm::append_range(used, sharding.axes);
   };
   auto fromResults = [&] {
     for (auto [index, result] : llvm::enumerate(op->getResults())) {

@@ -2,8 +2,8 @@
 
 #include "PatternUtils.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include <cmath>
 
@@ -24,8 +24,7 @@ std::optional<double> getSplatConstant(Value v) {
 
 bool isSplatConstant(Value v, double expected, double tolerance) {
   std::optional<double> value = getSplatConstant(v);
-  return value &&
-         std::abs(*value - expected) <= tolerance * std::abs(expected);
+  return value && std::abs(*value - expected) <= tolerance * std::abs(expected);
 }
 
 Value matchScaledBy(Value v, double &factor) {

@@ -119,6 +119,57 @@ std::string TensorSharding::describe(const Mesh &mesh) const {
   return text;
 }
 
+std::optional<TensorSharding> TensorSharding::parse(StringRef text,
+                                                    const Mesh &mesh) {
+  TensorSharding sharding;
+  text = text.trim();
+  while (!text.empty()) {
+    if (!text.consume_front("["))
+      return std::nullopt;
+    auto [inside, rest] = text.split(']');
+    DimSharding dim;
+    SmallVector<StringRef> names;
+    inside.split(names, ',', -1, false);
+    for (StringRef name : names) {
+      std::optional<MeshAxis> axis = mesh.axisNamed(name.trim());
+      if (!axis)
+        return std::nullopt;
+      dim.axes.push_back(*axis);
+    }
+    text = rest;
+    if (text.consume_front("x")) {
+      size_t digits = text.find_first_not_of("0123456789");
+      if (text.take_front(digits).getAsInteger(10, dim.blocks))
+        return std::nullopt;
+      text = text.drop_front(digits);
+    }
+    sharding.dims.push_back(dim);
+    text = text.ltrim();
+    if (!text.empty() && !text.consume_front(","))
+      return std::nullopt;
+    text = text.ltrim();
+  }
+  return sharding;
+}
+
+std::string TensorSharding::runtimeSpec() const {
+  SmallVector<std::string> parts;
+  for (const DimSharding &dim : dims) {
+    if (!dim.isSplit()) {
+      parts.push_back("-");
+      continue;
+    }
+    SmallVector<std::string> axes;
+    for (MeshAxis axis : dim.axes)
+      axes.push_back(std::to_string(axis));
+    std::string part = llvm::join(axes, ".");
+    if (dim.blocks > 1)
+      part += "x" + std::to_string(dim.blocks);
+    parts.push_back(part);
+  }
+  return llvm::join(parts, ",");
+}
+
 SmallVector<int64_t> TensorSharding::localShape(ArrayRef<int64_t> shape,
                                                 const Mesh &mesh) const {
   SmallVector<int64_t> local(shape);

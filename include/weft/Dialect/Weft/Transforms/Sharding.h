@@ -78,6 +78,11 @@ struct TensorSharding {
   }
   /// "[dp], [], [tp]" with " partial(tp)" when partial.
   std::string describe(const Mesh &mesh) const;
+  /// Reads what describe() writes (without the partial part).
+  static std::optional<TensorSharding> parse(llvm::StringRef text,
+                                             const Mesh &mesh);
+  /// The runtime's spec: "-,1x3" (see runtime/include/weft/ShardLayout.h).
+  std::string runtimeSpec() const;
   /// The per-rank shape of a tensor of `shape` (dims must divide).
   llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> shape,
                                         const Mesh &mesh) const;

@@ -1,0 +1,279 @@
+//===- ShardToWeftRuntime.cpp - Shard ops to Weft runtime calls -----------===//
+//
+// Upstream's convert-shard-to-mpi emits MPI calls into the program, which
+// ties the executable to one MPI (its symbols differ between MPICH and Open
+// MPI) and splits a communicator per op. Here the program calls the Weft
+// runtime instead, which owns one communicator per group of mesh axes and
+// talks to MPI (or, on GPUs, NCCL) through their C APIs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Conversion/Passes.h"
+
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace weft {
+#define GEN_PASS_DEF_CONVERTSHARDTOWEFTRUNTIME
+#include "weft/Conversion/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+namespace {
+
+/// The runtime's collective kinds (MeshCollectives.cpp).
+enum class CollectiveKind : int64_t {
+  AllReduce = 0,
+  AllGather = 1,
+  ReduceScatter = 2,
+  AllToAll = 3,
+};
+
+constexpr llvm::StringLiteral kCoordinateFunction = "weft_mesh_coordinate";
+
+std::optional<std::string> dtypeSuffix(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF64())
+    return "f64";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isInteger(64))
+    return "i64";
+  if (type.isInteger(32))
+    return "i32";
+  if (type.isInteger(1))
+    return "i1";
+  return std::nullopt;
+}
+
+std::string collectiveFunction(Type elementType) {
+  return "weft_collective_" + dtypeSuffix(elementType).value_or("unknown");
+}
+
+int64_t axesMask(ArrayRef<shard::GridAxis> axes) {
+  int64_t mask = 0;
+  for (shard::GridAxis axis : axes)
+    mask |= int64_t(1) << axis;
+  return mask;
+}
+
+/// Declares `name : type` at the top of `module` unless it exists.
+void declare(ModuleOp module, StringRef name, FunctionType type) {
+  if (module.lookupSymbol(name))
+    return;
+  OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
+  auto func = func::FuncOp::create(builder, module.getLoc(), name, type);
+  func.setPrivate();
+}
+
+FunctionType collectiveType(MLIRContext *ctx, Type elementType) {
+  auto unranked = UnrankedMemRefType::get(elementType, 0);
+  auto i64 = IntegerType::get(ctx, 64);
+  return FunctionType::get(ctx, {unranked, unranked, i64, i64, i64, i64}, {});
+}
+
+/// Every collective bufferizes the same way: its operand is read, its
+/// result is a new buffer, and the runtime call fills it.
+template <typename OpTy>
+struct CollectiveBufferization
+    : public bufferization::BufferizableOpInterface::ExternalModel<
+          CollectiveBufferization<OpTy>, OpTy> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const bufferization::AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const bufferization::AnalysisState &) const {
+    return false;
+  }
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+  bufferization::AliasingValueList
+  getAliasingValues(Operation *, OpOperand &,
+                    const bufferization::AnalysisState &) const {
+    return {};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto collective = cast<OpTy>(op);
+    Location loc = op->getLoc();
+    FailureOr<Value> input =
+        bufferization::getBuffer(rewriter, op->getOperand(0), options, state);
+    if (failed(input))
+      return failure();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    Type element = resultType.getElementType();
+    auto module = op->getParentOfType<ModuleOp>();
+    auto callee =
+        module.lookupSymbol<func::FuncOp>(collectiveFunction(element));
+    if (!callee)
+      return op->emitError("run convert-shard-to-weft-runtime before "
+                           "bufferization (no runtime declaration for ")
+             << element << ")";
+    auto output = memref::AllocOp::create(
+        rewriter, loc, MemRefType::get(resultType.getShape(), element),
+        ValueRange{}, rewriter.getI64IntegerAttr(64));
+    auto unranked = UnrankedMemRefType::get(element, 0);
+    auto constant = [&](int64_t value) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, value, 64);
+    };
+    auto [kind, dim, concatDim] = describe(collective);
+    func::CallOp::create(
+        rewriter, loc, callee,
+        ValueRange{memref::CastOp::create(rewriter, loc, unranked, *input),
+                   memref::CastOp::create(rewriter, loc, unranked, output),
+                   constant(static_cast<int64_t>(kind)),
+                   constant(axesMask(collective.getGridAxes())), constant(dim),
+                   constant(concatDim)});
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, Value(output));
+    return success();
+  }
+
+  static std::tuple<CollectiveKind, int64_t, int64_t>
+  describe(shard::AllReduceOp) {
+    return {CollectiveKind::AllReduce, 0, 0};
+  }
+  static std::tuple<CollectiveKind, int64_t, int64_t>
+  describe(shard::AllGatherOp op) {
+    return {CollectiveKind::AllGather, op.getGatherAxis().getSExtValue(), 0};
+  }
+  static std::tuple<CollectiveKind, int64_t, int64_t>
+  describe(shard::ReduceScatterOp op) {
+    return {CollectiveKind::ReduceScatter, op.getScatterAxis().getSExtValue(),
+            0};
+  }
+  static std::tuple<CollectiveKind, int64_t, int64_t>
+  describe(shard::AllToAllOp op) {
+    return {CollectiveKind::AllToAll, op.getSplitAxis().getSExtValue(),
+            op.getConcatAxis().getSExtValue()};
+  }
+};
+
+/// The rank's linear position along `axes` (major first), as an index.
+Value linearPosition(OpBuilder &builder, Location loc, ModuleOp module,
+                     ArrayRef<shard::GridAxis> axes, ArrayRef<int64_t> sizes) {
+  auto callee = module.lookupSymbol<func::FuncOp>(kCoordinateFunction);
+  Value position = arith::ConstantIndexOp::create(builder, loc, 0);
+  for (shard::GridAxis axis : axes) {
+    Value coordinate =
+        func::CallOp::create(
+            builder, loc, callee,
+            ValueRange{arith::ConstantIntOp::create(builder, loc, axis, 64)})
+            .getResult(0);
+    Value index = arith::IndexCastOp::create(
+        builder, loc, builder.getIndexType(), coordinate);
+    position = arith::AddIOp::create(
+        builder, loc,
+        arith::MulIOp::create(
+            builder, loc, position,
+            arith::ConstantIndexOp::create(builder, loc, sizes[axis])),
+        index);
+  }
+  return position;
+}
+
+struct ConvertShardToWeftRuntimePass
+    : public weft::impl::ConvertShardToWeftRuntimeBase<
+          ConvertShardToWeftRuntimePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    bool failed = false;
+    SmallVector<Operation *> shardOps;
+    module.walk([&](Operation *op) {
+      if (isa<shard::ProcessMultiIndexOp, shard::AllSliceOp, shard::AllReduceOp,
+              shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp>(
+              op))
+        shardOps.push_back(op);
+    });
+    auto i64 = IntegerType::get(ctx, 64);
+    if (!shardOps.empty())
+      declare(module, kCoordinateFunction,
+              FunctionType::get(ctx, {i64}, {i64}));
+    for (Operation *op : shardOps) {
+      auto symbol = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+      auto grid = symbol ? module.lookupSymbol<shard::GridOp>(symbol) : nullptr;
+      if (!grid || llvm::is_contained(grid.getShape(), ShapedType::kDynamic)) {
+        op->emitError("needs a shard.grid of static shape");
+        failed = true;
+        continue;
+      }
+      OpBuilder builder(op);
+      Location loc = op->getLoc();
+      if (auto index = dyn_cast<shard::ProcessMultiIndexOp>(op)) {
+        SmallVector<Value> coordinates;
+        for (shard::GridAxis axis : index.getAxes())
+          coordinates.push_back(
+              linearPosition(builder, loc, module, {axis}, grid.getShape()));
+        op->replaceAllUsesWith(coordinates);
+        op->erase();
+      } else if (auto slice = dyn_cast<shard::AllSliceOp>(op)) {
+        auto type = cast<RankedTensorType>(slice.getResult().getType());
+        int64_t dim = slice.getSliceAxis().getSExtValue();
+        Value position = linearPosition(builder, loc, module,
+                                        slice.getGridAxes(), grid.getShape());
+        Value offset = arith::MulIOp::create(
+            builder, loc, position,
+            arith::ConstantIndexOp::create(builder, loc, type.getDimSize(dim)));
+        SmallVector<OpFoldResult> offsets(type.getRank(),
+                                          builder.getIndexAttr(0));
+        offsets[dim] = offset;
+        SmallVector<OpFoldResult> sizes, strides;
+        for (int64_t size : type.getShape()) {
+          sizes.push_back(builder.getIndexAttr(size));
+          strides.push_back(builder.getIndexAttr(1));
+        }
+        Value local = tensor::ExtractSliceOp::create(
+            builder, loc, type, slice.getInput(), offsets, sizes, strides);
+        slice.getResult().replaceAllUsesWith(local);
+        op->erase();
+      } else {
+        Type element =
+            cast<ShapedType>(op->getResult(0).getType()).getElementType();
+        if (!dtypeSuffix(element)) {
+          op->emitError() << "the runtime has no collectives on " << element;
+          failed = true;
+          continue;
+        }
+        auto reduction =
+            op->getAttrOfType<shard::ReductionKindAttr>("reduction");
+        if (reduction && reduction.getValue() != shard::ReductionKind::Sum) {
+          op->emitError("the runtime's collectives reduce by sum only");
+          failed = true;
+          continue;
+        }
+        declare(module, collectiveFunction(element),
+                collectiveType(ctx, element));
+      }
+    }
+    if (failed)
+      return signalPassFailure();
+    // After bufferization nothing refers to the mesh any more.
+    for (auto grid : llvm::make_early_inc_range(module.getOps<shard::GridOp>()))
+      if (SymbolTable::symbolKnownUseEmpty(grid, module))
+        grid.erase();
+  }
+};
+
+} // namespace
+
+void weft::registerShardBufferizationModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
+    shard::AllReduceOp::attachInterface<
+        CollectiveBufferization<shard::AllReduceOp>>(*ctx);
+    shard::AllGatherOp::attachInterface<
+        CollectiveBufferization<shard::AllGatherOp>>(*ctx);
+    shard::ReduceScatterOp::attachInterface<
+        CollectiveBufferization<shard::ReduceScatterOp>>(*ctx);
+    shard::AllToAllOp::attachInterface<
+        CollectiveBufferization<shard::AllToAllOp>>(*ctx);
+  });
+}

@@ -1,0 +1,78 @@
+//===- ShardLayout.h - Which part of a tensor a rank holds ------*- C++ -*-===//
+//
+// The mesh and the shardings of a partitioned model, as the manifest writes
+// them, and the copies between a global tensor and one rank's shard. weftc
+// uses them to lay out the weights file (one block per distinct shard), the
+// runtime to slice inputs, find its weights and assemble outputs.
+//
+// A sharding spec has one token per dim, comma-separated: "-" for a whole
+// dim, else the mesh axes that split it, major first, joined by '.', and an
+// optional "xB" when the dim holds B interleaved blocks (a fused QKV
+// weight): "-,1x3" splits dim 1 over mesh axis 1, part by part.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_SHARDLAYOUT_H
+#define WEFT_RUNTIME_SHARDLAYOUT_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+struct MeshShape {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+
+  int64_t numRanks() const;
+  /// Row-major coordinates of `rank` (the last axis varies fastest).
+  std::vector<int64_t> coordinates(int64_t rank) const;
+  /// "dp=2,tp=2".
+  std::string describe() const;
+};
+
+struct DimSplit {
+  std::vector<int> axes;
+  int64_t blocks = 1;
+};
+
+struct ShardSpec {
+  std::vector<DimSplit> dims;
+
+  /// Parses a spec for a tensor of `rank` dims; false on a malformed spec.
+  static bool parse(const std::string &text, size_t rank, ShardSpec &spec);
+  std::string str() const;
+  bool isReplicated() const;
+
+  std::vector<int64_t> localShape(const std::vector<int64_t> &global,
+                                  const MeshShape &mesh) const;
+  /// How many distinct shards there are (the product of the split axes).
+  int64_t numShards(const MeshShape &mesh) const;
+  /// Which shard a rank at `coordinates` holds.
+  int64_t shardIndex(const std::vector<int64_t> &coordinates,
+                     const MeshShape &mesh) const;
+  /// Copies shard `shard` of the global tensor into `local` (extract) or
+  /// back into its place in the global tensor (insert).
+  void extract(const void *global, void *local,
+               const std::vector<int64_t> &globalShape, size_t elementSize,
+               int64_t shard, const MeshShape &mesh) const;
+  void insert(const void *local, void *global,
+              const std::vector<int64_t> &globalShape, size_t elementSize,
+              int64_t shard, const MeshShape &mesh) const;
+
+private:
+  void copy(const void *global, void *local,
+            const std::vector<int64_t> &globalShape, size_t elementSize,
+            int64_t shard, const MeshShape &mesh, bool toLocal) const;
+};
+
+/// Copies an N-d box between two strided arrays (strides in elements).
+void copyStrided(const char *source, const int64_t *sourceStrides, char *dest,
+                 const int64_t *destStrides, const int64_t *sizes, int rank,
+                 size_t elementSize);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_SHARDLAYOUT_H

@@ -1,0 +1,187 @@
+//===- MpiWorld.cpp - The ranks of a partitioned model over MPI -----------===//
+//
+// Linked into partitioned executables only (libweft_runtime_mpi.a), where it
+// replaces the one-rank startWorld. It works with any MPI: the compiled code
+// calls the runtime, never MPI itself. One communicator per group of mesh
+// axes is split from MPI_COMM_WORLD at start-up.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Collectives.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace weft::runtime {
+namespace {
+
+[[noreturn]] void mpiFailed(const char *what, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  fprintf(stderr, "weft: rank %d: %s failed: %.*s\n", rank, what, length, text);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  abort();
+}
+
+void check(int code, const char *what) {
+  if (code != MPI_SUCCESS)
+    mpiFailed(what, code);
+}
+
+MPI_Datatype mpiType(weft_dtype dtype, bool reducing) {
+  switch (dtype) {
+  case WEFT_F32:
+    return MPI_FLOAT;
+  case WEFT_F64:
+    return MPI_DOUBLE;
+  case WEFT_I64:
+    return MPI_INT64_T;
+  case WEFT_I32:
+    return MPI_INT32_T;
+  case WEFT_BOOL:
+    if (!reducing)
+      return MPI_UINT8_T;
+    break;
+  case WEFT_F16:
+  case WEFT_BF16:
+    if (!reducing)
+      return MPI_UINT16_T;
+    break;
+  }
+  fprintf(stderr, "weft: a %s reduction over MPI is not supported\n",
+          weft_dtype_name(dtype));
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  abort();
+}
+
+MPI_Op mpiOp(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+    return MPI_SUM;
+  case ReduceOp::Max:
+    return MPI_MAX;
+  case ReduceOp::Min:
+    return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  explicit MpiCommunicator(MPI_Comm comm) : comm(comm) {
+    MPI_Comm_rank(comm, &myRank);
+    MPI_Comm_size(comm, &mySize);
+  }
+  ~MpiCommunicator() override {
+    if (comm != MPI_COMM_WORLD)
+      MPI_Comm_free(&comm);
+  }
+  int rank() const override { return myRank; }
+  int size() const override { return mySize; }
+
+  void allReduce(void *data, size_t count, weft_dtype dtype,
+                 ReduceOp op) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, data, int(count), mpiType(dtype, true),
+                        mpiOp(op), comm),
+          "MPI_Allreduce");
+  }
+  void allGather(const void *send, void *recv, size_t count,
+                 weft_dtype dtype) override {
+    MPI_Datatype type = mpiType(dtype, false);
+    check(MPI_Allgather(send, int(count), type, recv, int(count), type, comm),
+          "MPI_Allgather");
+  }
+  void reduceScatter(const void *send, void *recv, size_t count,
+                     weft_dtype dtype, ReduceOp op) override {
+    check(MPI_Reduce_scatter_block(send, recv, int(count), mpiType(dtype, true),
+                                   mpiOp(op), comm),
+          "MPI_Reduce_scatter_block");
+  }
+  void allToAll(const void *send, void *recv, size_t count,
+                weft_dtype dtype) override {
+    MPI_Datatype type = mpiType(dtype, false);
+    check(MPI_Alltoall(send, int(count), type, recv, int(count), type, comm),
+          "MPI_Alltoall");
+  }
+  void broadcast(void *data, size_t count, weft_dtype dtype,
+                 int root) override {
+    check(MPI_Bcast(data, int(count), mpiType(dtype, false), root, comm),
+          "MPI_Bcast");
+  }
+  void send(const void *data, size_t count, weft_dtype dtype,
+            int peer) override {
+    check(MPI_Send(data, int(count), mpiType(dtype, false), peer, 0, comm),
+          "MPI_Send");
+  }
+  void recv(void *data, size_t count, weft_dtype dtype, int peer) override {
+    check(MPI_Recv(data, int(count), mpiType(dtype, false), peer, 0, comm,
+                   MPI_STATUS_IGNORE),
+          "MPI_Recv");
+  }
+
+private:
+  MPI_Comm comm;
+  int myRank = 0, mySize = 1;
+};
+
+} // namespace
+
+std::unique_ptr<World> startWorld(int &argc, char **&argv,
+                                  const MeshShape &mesh, std::string &error) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    MPI_Init(&argc, &argv);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != mesh.numRanks()) {
+    error = "the world has " + std::to_string(size) +
+            " ranks but the model was partitioned for mesh " + mesh.describe() +
+            " (" + std::to_string(mesh.numRanks()) + " ranks)";
+    return nullptr;
+  }
+  MeshShape shape = mesh;
+  auto factory = [shape, rank](const std::vector<int> &axes) {
+    // Ranks that agree on every other axis form one group; within it they
+    // are ordered by their coordinates on `axes`, major first.
+    std::vector<int64_t> coords = shape.coordinates(rank);
+    int64_t color = 0, key = 0;
+    for (size_t axis = 0; axis < shape.sizes.size(); ++axis) {
+      bool inGroup = false;
+      for (int a : axes)
+        inGroup |= a == int(axis);
+      if (!inGroup)
+        color = color * shape.sizes[axis] + coords[axis];
+    }
+    for (int axis : axes)
+      key = key * shape.sizes[axis] + coords[axis];
+    MPI_Comm comm;
+    check(MPI_Comm_split(MPI_COMM_WORLD, int(color), int(key), &comm),
+          "MPI_Comm_split");
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    return std::unique_ptr<Communicator>(new MpiCommunicator(comm));
+  };
+  return std::make_unique<World>(mesh, rank, factory);
+}
+
+std::unique_ptr<Communicator> worldCommunicator() {
+  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+}
+
+void stopWorld() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+} // namespace weft::runtime

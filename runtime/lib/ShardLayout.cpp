@@ -1,0 +1,202 @@
+//===- ShardLayout.cpp - Which part of a tensor a rank holds --------------===//
+
+#include "weft/ShardLayout.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace weft::runtime {
+
+int64_t MeshShape::numRanks() const {
+  int64_t n = 1;
+  for (int64_t size : sizes)
+    n *= size;
+  return n;
+}
+
+std::vector<int64_t> MeshShape::coordinates(int64_t rank) const {
+  std::vector<int64_t> coords(sizes.size());
+  for (size_t axis = sizes.size(); axis-- > 0;) {
+    coords[axis] = rank % sizes[axis];
+    rank /= sizes[axis];
+  }
+  return coords;
+}
+
+std::string MeshShape::describe() const {
+  std::string text;
+  for (size_t axis = 0; axis < sizes.size(); ++axis)
+    text += (axis ? "," : "") + names[axis] + "=" + std::to_string(sizes[axis]);
+  return text;
+}
+
+bool ShardSpec::parse(const std::string &text, size_t rank, ShardSpec &spec) {
+  spec.dims.clear();
+  std::stringstream tokens(text);
+  std::string token;
+  while (std::getline(tokens, token, ',')) {
+    DimSplit dim;
+    if (token != "-") {
+      size_t times = token.find('x');
+      std::string axes = token.substr(0, times);
+      if (times != std::string::npos) {
+        try {
+          dim.blocks = std::stoll(token.substr(times + 1));
+        } catch (...) {
+          return false;
+        }
+        if (dim.blocks < 1)
+          return false;
+      }
+      std::stringstream axisTokens(axes);
+      std::string axis;
+      while (std::getline(axisTokens, axis, '.')) {
+        if (axis.empty() ||
+            axis.find_first_not_of("0123456789") != std::string::npos)
+          return false;
+        dim.axes.push_back(std::stoi(axis));
+      }
+      if (dim.axes.empty())
+        return false;
+    }
+    spec.dims.push_back(dim);
+  }
+  return spec.dims.size() == rank;
+}
+
+std::string ShardSpec::str() const {
+  std::string text;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (d)
+      text += ",";
+    if (dims[d].axes.empty()) {
+      text += "-";
+      continue;
+    }
+    for (size_t i = 0; i < dims[d].axes.size(); ++i)
+      text += (i ? "." : "") + std::to_string(dims[d].axes[i]);
+    if (dims[d].blocks > 1)
+      text += "x" + std::to_string(dims[d].blocks);
+  }
+  return text;
+}
+
+bool ShardSpec::isReplicated() const {
+  for (const DimSplit &dim : dims)
+    if (!dim.axes.empty())
+      return false;
+  return true;
+}
+
+static int64_t partsOf(const DimSplit &dim, const MeshShape &mesh) {
+  int64_t parts = 1;
+  for (int axis : dim.axes)
+    parts *= mesh.sizes[axis];
+  return parts;
+}
+
+std::vector<int64_t> ShardSpec::localShape(const std::vector<int64_t> &global,
+                                           const MeshShape &mesh) const {
+  std::vector<int64_t> local(global);
+  for (size_t d = 0; d < dims.size(); ++d)
+    local[d] /= partsOf(dims[d], mesh);
+  return local;
+}
+
+int64_t ShardSpec::numShards(const MeshShape &mesh) const {
+  int64_t n = 1;
+  for (const DimSplit &dim : dims)
+    n *= partsOf(dim, mesh);
+  return n;
+}
+
+int64_t ShardSpec::shardIndex(const std::vector<int64_t> &coordinates,
+                              const MeshShape &mesh) const {
+  int64_t index = 0;
+  for (const DimSplit &dim : dims)
+    for (int axis : dim.axes)
+      index = index * mesh.sizes[axis] + coordinates[axis];
+  return index;
+}
+
+void copyStrided(const char *source, const int64_t *sourceStrides, char *dest,
+                 const int64_t *destStrides, const int64_t *sizes, int rank,
+                 size_t elementSize) {
+  if (rank == 0) {
+    memcpy(dest, source, elementSize);
+    return;
+  }
+  if (rank == 1 && sourceStrides[0] == 1 && destStrides[0] == 1) {
+    memcpy(dest, source, sizes[0] * elementSize);
+    return;
+  }
+  for (int64_t i = 0; i < sizes[0]; ++i)
+    copyStrided(source + i * sourceStrides[0] * elementSize, sourceStrides + 1,
+                dest + i * destStrides[0] * elementSize, destStrides + 1,
+                sizes + 1, rank - 1, elementSize);
+}
+
+void ShardSpec::copy(const void *global, void *local,
+                     const std::vector<int64_t> &globalShape,
+                     size_t elementSize, int64_t shard, const MeshShape &mesh,
+                     bool toLocal) const {
+  // The shard's chunk index along each dim, from its linear index.
+  std::vector<int64_t> chunk(dims.size(), 0);
+  for (size_t d = dims.size(); d-- > 0;) {
+    int64_t parts = partsOf(dims[d], mesh);
+    chunk[d] = shard % parts;
+    shard /= parts;
+  }
+  // View every dim d as [blocks, size / blocks]: the shard holds, in each
+  // block, the chunk-th of `parts` equal pieces. So the copy is a box over
+  // dims (blocks_0, piece_0, blocks_1, piece_1, ...).
+  std::vector<int64_t> sizes, globalStrides, localStrides;
+  int64_t globalStride = 1, localStride = 1;
+  int64_t globalOffset = 0;
+  std::vector<int64_t> gStrides(dims.size()), lStrides(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    gStrides[d] = globalStride;
+    lStrides[d] = localStride;
+    globalStride *= globalShape[d];
+    localStride *= globalShape[d] / partsOf(dims[d], mesh);
+  }
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t blocks = dims[d].blocks;
+    int64_t blockSize = globalShape[d] / blocks;
+    int64_t piece = blockSize / partsOf(dims[d], mesh);
+    sizes.push_back(blocks);
+    globalStrides.push_back(blockSize * gStrides[d]);
+    localStrides.push_back(piece * lStrides[d]);
+    sizes.push_back(piece);
+    globalStrides.push_back(gStrides[d]);
+    localStrides.push_back(lStrides[d]);
+    globalOffset += chunk[d] * piece * gStrides[d];
+  }
+  const char *globalBase =
+      static_cast<const char *>(global) + globalOffset * elementSize;
+  int rank = static_cast<int>(sizes.size());
+  if (toLocal)
+    copyStrided(globalBase, globalStrides.data(), static_cast<char *>(local),
+                localStrides.data(), sizes.data(), rank, elementSize);
+  else
+    copyStrided(static_cast<const char *>(local), localStrides.data(),
+                const_cast<char *>(globalBase), globalStrides.data(),
+                sizes.data(), rank, elementSize);
+}
+
+void ShardSpec::extract(const void *global, void *local,
+                        const std::vector<int64_t> &globalShape,
+                        size_t elementSize, int64_t shard,
+                        const MeshShape &mesh) const {
+  copy(global, local, globalShape, elementSize, shard, mesh, true);
+}
+
+void ShardSpec::insert(const void *local, void *global,
+                       const std::vector<int64_t> &globalShape,
+                       size_t elementSize, int64_t shard,
+                       const MeshShape &mesh) const {
+  copy(const_cast<void *>(global), const_cast<void *>(local), globalShape,
+       elementSize, shard, mesh, false);
+}
+
+} // namespace weft::runtime
