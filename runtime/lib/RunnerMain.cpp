@@ -22,7 +22,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <sstream>
+#include <thread>
 #include <string>
 #include <strings.h>
 #include <unistd.h>
@@ -34,6 +37,7 @@ extern const char weft_manifest[];
 char *openblas_get_corename(void);
 void openblas_set_num_threads(int threads);
 void omp_set_num_threads(int threads);
+void kmp_set_blocktime(int milliseconds);
 }
 
 using namespace weft::runtime;
@@ -43,12 +47,41 @@ namespace {
 /// This process's rank in a partitioned model, for messages.
 int processRank = -1;
 
+/// Tells weft-run (through WEFT_RUN_DIR) how this rank ended, so that a
+/// rank that fails is told apart from the ones its launcher stops.
+void recordExit(int status) {
+  const char *runDir = getenv("WEFT_RUN_DIR");
+  if (runDir && processRank >= 0)
+    std::ofstream(std::string(runDir) + "/rank" +
+                  std::to_string(processRank) + ".exit")
+        << status << "\n";
+}
+
 int fail(const std::string &message) {
   if (processRank >= 0)
     fprintf(stderr, "error: rank %d: %s\n", processRank, message.c_str());
   else
     fprintf(stderr, "error: %s\n", message.c_str());
+  fflush(stderr);
+  recordExit(1);
   return 1;
+}
+
+/// The "mesh" line of the manifest as "dp=2,tp=2", or "".
+std::string manifestMesh() {
+  const char *line = strstr(weft_manifest, "\nmesh ");
+  if (!line)
+    return "";
+  std::istringstream fields(std::string(line + 6, strchr(line + 1, '\n')));
+  size_t count = 0;
+  fields >> count;
+  std::string text;
+  for (size_t i = 0; i < count; ++i) {
+    std::string name, size;
+    fields >> name >> size;
+    text += (i ? "," : "") + name + "=" + size;
+  }
+  return text;
 }
 
 /// Splits "dp=2,tp=2" into a mesh.
@@ -159,8 +192,14 @@ int main(int argc, char **argv) {
     };
     if (arg == "--help" || arg == "-h") {
       printf("usage: %s [--weights FILE] [--input NAME=FILE]... "
-             "[--output NAME=FILE]... [--repeat N] [--threads N]\n",
-             argv[0]);
+             "[--output NAME=FILE]... [--repeat N] [--threads N]\n"
+             "       %s --print-mesh   (the mesh and its number of ranks)\n",
+             argv[0], argv[0]);
+      return 0;
+    } else if (arg == "--print-mesh") {
+      MeshShape mesh = parseMesh(manifestMesh());
+      printf("%s %lld\n", mesh.sizes.empty() ? "-" : mesh.describe().c_str(),
+             static_cast<long long>(mesh.numRanks()));
       return 0;
     } else if (is("--weights")) {
       weightsPath = value("--weights");
@@ -185,6 +224,17 @@ int main(int argc, char **argv) {
 
   // All threads are OpenMP's: the GEMM wrapper splits work itself.
   openblas_set_num_threads(1);
+  // Ranks on one machine share its cores (MPICH and Open MPI say how many
+  // ranks run here); idle OpenMP threads must not spin on a shared core.
+  const char *localRanks = getenv("MPI_LOCALNRANKS");
+  if (!localRanks)
+    localRanks = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!threads && localRanks && atoi(localRanks) > 1) {
+    int cores = int(std::thread::hardware_concurrency());
+    threads = std::max(1, cores / atoi(localRanks));
+    if (atoi(localRanks) > cores)
+      kmp_set_blocktime(0);
+  }
   if (threads)
     omp_set_num_threads(threads);
   char error[1024];
@@ -202,6 +252,11 @@ int main(int argc, char **argv) {
   if (partitioned)
     processRank = world->rank;
   setCurrentWorld(world.get());
+  // weft-run names a rank that dies from the pid it finds here.
+  if (const char *runDir = getenv("WEFT_RUN_DIR"))
+    std::ofstream(std::string(runDir) + "/rank" + std::to_string(world->rank) +
+                  ".pid")
+        << getpid() << "\n";
   std::vector<int64_t> groups;
   for (size_t g = 0; g < weft_model_num_groups(model); ++g)
     groups.push_back(weft_model_group(model, g));
@@ -322,6 +377,7 @@ int main(int argc, char **argv) {
   everyone.reset();
   setCurrentWorld(nullptr);
   world.reset();
+  recordExit(0);
   stopWorld();
   return 0;
 }
