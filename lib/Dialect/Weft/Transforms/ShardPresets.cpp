@@ -179,12 +179,17 @@ struct WeftShardPresetsPass
     }
   };
 
+  /// The batch is dim 0 of the first model input (token ids, pixels);
+  /// propagation carries the split to the other inputs through the ops that
+  /// combine them, wherever their batch dim is (a KV cache has it second).
   static void annotateDataParallel(Annotator &annotator, func::FuncOp func,
                                    MeshAxis dp) {
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), "weft.input") &&
-          llvm::cast<RankedTensorType>(arg.getType()).getRank() > 0)
+          llvm::cast<RankedTensorType>(arg.getType()).getRank() > 0) {
         annotator.split(arg, 0, dp, kWeightPriority);
+        return;
+      }
   }
 
   static void annotateMegatron(Annotator &annotator, func::FuncOp func,

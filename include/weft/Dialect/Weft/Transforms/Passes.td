@@ -68,7 +68,8 @@ def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
     `shard.shard` annotations, marked `weft.priority`, for the chosen
     strategies; annotations the user wrote (no `weft.priority`) are kept and
     win over presets in `weft-propagate-sharding`.
-    - `dp`: every model input is split on its batch dim (dim 0) over `dp`.
+    - `dp`: the first model input is split on its batch dim (dim 0) over
+      `dp`; propagation splits the other inputs where they meet it.
     - `megatron`: Megatron-LM tensor parallelism over `tp`. A linear whose
       result reaches another linear only through head-local ops
       (elementwise, reshape, transpose, split, attention, slice, concat) is
