@@ -29,5 +29,6 @@ llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.weft_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["weft-opt", "weft-translate", "weft-eval", "weftc"], tool_dirs)
+llvm_config.add_tool_substitutions(
+    ["weft-opt", "weft-translate", "weft-eval", "weftc", "weft-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -103,7 +103,10 @@ def main():
                  f"({ranks} ranks)")
         os.execv(program, [program] + options.args)
 
-    run_dir = tempfile.mkdtemp(prefix="weft-run-")
+    # The ranks leave their pids (and exit statuses) in WEFT_RUN_DIR: a
+    # fresh directory unless the caller chose one.
+    given = os.environ.get("WEFT_RUN_DIR")
+    run_dir = given or tempfile.mkdtemp(prefix="weft-run-")
     env = dict(os.environ, WEFT_RUN_DIR=run_dir)
     command = launcher_command(ranks) + [
         sys.executable, os.path.abspath(__file__), "--rank-wrapper", run_dir,
@@ -111,7 +114,8 @@ def main():
     try:
         return supervise(command, env, run_dir, options.timeout)
     finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        if not given:
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 # Hydra's report of a failed rank; weft-run says it in one line instead.

@@ -184,6 +184,45 @@ LogicalResult writeWeights(ModuleOp module,
                                      module.getContext());
 }
 
+/// One line per collective of a partitioned module: the op, its mesh axes,
+/// the local tensor and the bytes a rank moves for it (ring algorithms).
+std::vector<std::string> describeCollectives(ModuleOp module,
+                                             const weft::EntryMesh &mesh) {
+  std::vector<std::string> lines;
+  module.walk([&](Operation *op) {
+    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    if (!axes || op->getDialect()->getNamespace() != "shard" ||
+        op->getName().getStringRef() == "shard.all_slice")
+      return;
+    auto input = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
+    auto result = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+    int64_t parts = 1;
+    std::string axisNames;
+    for (int16_t axis : axes.asArrayRef()) {
+      parts *= mesh.sizes[axis];
+      axisNames += (axisNames.empty() ? "" : ",") + mesh.names[axis];
+    }
+    auto bytesOf = [](RankedTensorType type) {
+      return type.getNumElements() *
+             std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    };
+    StringRef kind = op->getName().stripDialect();
+    int64_t moved =
+        kind == "all_reduce"   ? 2 * bytesOf(input) * (parts - 1) / parts
+        : kind == "all_gather" ? bytesOf(result) * (parts - 1) / parts
+                               : bytesOf(input) * (parts - 1) / parts;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << kind << " over " << axisNames << ": " << input << " -> " << result
+       << ", " << bytesOf(input) << " bytes in, " << moved
+       << " bytes moved per rank";
+    if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
+      os << " (" << name.getName() << ")";
+    lines.push_back(text);
+  });
+  return lines;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -275,6 +314,8 @@ int main(int argc, char **argv) {
     return 1;
   std::vector<weft::EntryBuffer> buffers = std::move(*described);
   std::string manifest = weft::buildManifest(buffers, meshOrNull);
+  std::vector<std::string> collectives =
+      mesh ? describeCollectives(*module, *mesh) : std::vector<std::string>{};
   // The C `main` of the executable is the runtime's.
   constexpr llvm::StringLiteral entryName = "weft_model_main";
   if (failed(SymbolTable::replaceAllSymbolUses(
@@ -291,16 +332,56 @@ int main(int argc, char **argv) {
   if (failed(lowering.run(*module)))
     return 1;
   if (report) {
-    uint64_t inputBytes = 0, outputBytes = 0;
+    // Every rank runs the same program on same-shaped shards, so one set of
+    // figures holds for each rank.
+    uint64_t inputBytes = 0, outputBytes = 0, paramBytes = 0, wholeBytes = 0,
+             splitBytes = 0, splitWholeBytes = 0;
+    std::vector<const weft::EntryBuffer *> replicated;
     for (const weft::EntryBuffer &b : buffers) {
-      uint64_t bytes = b.type.getNumElements() *
-                       std::max(1u, b.type.getElementTypeBitWidth() / 8);
+      uint64_t bytes = b.localBytes();
       if (b.role == weft::EntryBuffer::Role::Input)
         inputBytes += bytes;
       else if (b.role == weft::EntryBuffer::Role::Output)
         outputBytes += bytes;
+      if (b.role != weft::EntryBuffer::Role::Param)
+        continue;
+      uint64_t whole = std::max(1u, b.type.getElementTypeBitWidth() / 8);
+      for (int64_t d : b.globalShape)
+        whole *= d;
+      paramBytes += bytes;
+      wholeBytes += whole;
+      if (b.numShards > 1) {
+        splitBytes += bytes;
+        splitWholeBytes += whole;
+      } else {
+        replicated.push_back(&b);
+      }
     }
-    llvm::outs() << "weights: " << weightsBytes - 64
+    if (mesh) {
+      int64_t ranks = 1;
+      for (int64_t size : mesh->sizes)
+        ranks *= size;
+      llvm::outs() << "mesh: ";
+      for (auto [i, name] : llvm::enumerate(mesh->names))
+        llvm::outs() << (i ? "," : "") << name << "=" << mesh->sizes[i];
+      llvm::outs() << " (" << ranks
+                   << " ranks; every figure below is per rank)\n";
+    }
+    llvm::outs() << "parameters: " << paramBytes << " bytes (whole model: "
+                 << wholeBytes << " bytes)\n";
+    if (mesh) {
+      llvm::outs() << "  split: " << splitBytes << " bytes of "
+                   << splitWholeBytes << "\n  replicated: "
+                   << paramBytes - splitBytes << " bytes in "
+                   << replicated.size() << " tensors:";
+      for (const weft::EntryBuffer *b : replicated) {
+        llvm::outs() << " " << b->name << "[";
+        llvm::interleave(b->globalShape, llvm::outs(), "x");
+        llvm::outs() << "]";
+      }
+      llvm::outs() << "\n";
+    }
+    llvm::outs() << "weights file: " << weightsBytes - 64
                  << " bytes (with 64-byte alignment)\ninputs: " << inputBytes
                  << " bytes\noutputs: " << outputBytes << " bytes\n";
     if (auto plan = (*module)->getAttrOfType<DictionaryAttr>(
@@ -312,6 +393,14 @@ int main(int argc, char **argv) {
       llvm::outs() << "temporaries: peak " << get("peak_bytes")
                    << " bytes in one arena (" << get("buffers") << " buffers, "
                    << get("unplanned_bytes") << " bytes without reuse)\n";
+      llvm::outs() << "activations (inputs, outputs, temporaries): "
+                   << inputBytes + outputBytes + get("peak_bytes")
+                   << " bytes\n";
+    }
+    if (mesh) {
+      llvm::outs() << "collectives: " << collectives.size() << " per call\n";
+      for (const std::string &line : collectives)
+        llvm::outs() << "  " << line << "\n";
     }
   }
 
