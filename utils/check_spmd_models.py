@@ -95,8 +95,9 @@ def check_model(path, test_inputs, args, rng, work):
     results = []
     for name, flags in STRATEGIES.items():
         exe = work / name.replace("=", "").replace(",", "_").replace("+", "_")
-        compiled = subprocess.run([args.weftc, str(path), *dims, *flags, "-o",
-                                   str(exe)], capture_output=True, text=True)
+        pad = ["--pad-uneven"] if args.pad_uneven else []
+        compiled = subprocess.run([args.weftc, str(path), *dims, *flags, *pad,
+                                   "-o", str(exe)], capture_output=True, text=True)
         if compiled.returncode != 0:
             results.append((name, False, compiled.stderr.strip()))
             continue
@@ -128,6 +129,8 @@ def main():
                         help="extra .onnx files (inputs drawn from zeros of "
                              "their declared shapes)")
     parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--pad-uneven", action="store_true",
+                        help="let dims that do not divide be padded")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     passed = failed = 0

@@ -97,9 +97,12 @@ static int64_t partsOf(const DimSplit &dim, const MeshShape &mesh) {
 
 std::vector<int64_t> ShardSpec::localShape(const std::vector<int64_t> &global,
                                            const MeshShape &mesh) const {
+  // An uneven split rounds up: the last shards end in padding.
   std::vector<int64_t> local(global);
-  for (size_t d = 0; d < dims.size(); ++d)
-    local[d] /= partsOf(dims[d], mesh);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t blocks = dims[d].blocks, parts = partsOf(dims[d], mesh);
+    local[d] = blocks * ((global[d] / blocks + parts - 1) / parts);
+  }
   return local;
 }
 
@@ -148,30 +151,42 @@ void ShardSpec::copy(const void *global, void *local,
     shard /= parts;
   }
   // View every dim d as [blocks, size / blocks]: the shard holds, in each
-  // block, the chunk-th of `parts` equal pieces. So the copy is a box over
-  // dims (blocks_0, piece_0, blocks_1, piece_1, ...).
-  std::vector<int64_t> sizes, globalStrides, localStrides;
-  int64_t globalStride = 1, localStride = 1;
-  int64_t globalOffset = 0;
+  // block, the chunk-th of `parts` pieces of ceil(block / parts) elements;
+  // the last pieces may be cut short (their rest is padding). So the copy
+  // is a box over dims (blocks_0, piece_0, blocks_1, piece_1, ...).
+  std::vector<int64_t> localShape = this->localShape(globalShape, mesh);
   std::vector<int64_t> gStrides(dims.size()), lStrides(dims.size());
+  int64_t globalStride = 1, localStride = 1, localCount = 1;
   for (size_t d = dims.size(); d-- > 0;) {
     gStrides[d] = globalStride;
     lStrides[d] = localStride;
     globalStride *= globalShape[d];
-    localStride *= globalShape[d] / partsOf(dims[d], mesh);
+    localStride *= localShape[d];
+    localCount *= localShape[d];
   }
+  std::vector<int64_t> sizes, globalStrides, localStrides;
+  int64_t globalOffset = 0;
+  bool padded = false;
   for (size_t d = 0; d < dims.size(); ++d) {
     int64_t blocks = dims[d].blocks;
     int64_t blockSize = globalShape[d] / blocks;
-    int64_t piece = blockSize / partsOf(dims[d], mesh);
+    int64_t piece = localShape[d] / blocks;
+    int64_t valid =
+        std::max<int64_t>(0, std::min(piece, blockSize - chunk[d] * piece));
+    padded |= valid < piece;
     sizes.push_back(blocks);
     globalStrides.push_back(blockSize * gStrides[d]);
     localStrides.push_back(piece * lStrides[d]);
-    sizes.push_back(piece);
+    sizes.push_back(valid);
     globalStrides.push_back(gStrides[d]);
     localStrides.push_back(lStrides[d]);
     globalOffset += chunk[d] * piece * gStrides[d];
   }
+  if (padded && toLocal)
+    memset(local, 0, localCount * elementSize);
+  for (int64_t size : sizes)
+    if (size == 0)
+      return; // this shard is all padding
   const char *globalBase =
       static_cast<const char *>(global) + globalOffset * elementSize;
   int rank = static_cast<int>(sizes.size());

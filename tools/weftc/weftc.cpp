@@ -73,6 +73,10 @@ static cl::opt<bool>
     sequenceParallel("sequence-parallel",
                      cl::desc("Split norm regions on the sequence dim (tp)"),
                      cl::cat(category));
+static cl::opt<bool>
+    padUneven("pad-uneven",
+              cl::desc("Pad a dim that does not divide by its mesh axis"),
+              cl::cat(category));
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipelines"),
                                    cl::cat(category));
@@ -272,11 +276,12 @@ int main(int argc, char **argv) {
     presets.parallel.assign(parallel.begin(), parallel.end());
     presets.sequenceParallel = sequenceParallel;
     weftPasses.addPass(weft::createWeftShardPresets(presets));
-    weftPasses.addPass(weft::createWeftPropagateSharding());
+    weftPasses.addPass(
+        weft::createWeftPropagateSharding({/*padUneven=*/padUneven}));
     weftPasses.addPass(weft::createWeftPartition());
     weftPasses.addPass(createCanonicalizerPass());
-  } else if (!parallel.empty() || sequenceParallel) {
-    return fail("--parallel and --sequence-parallel need --mesh");
+  } else if (!parallel.empty() || sequenceParallel || padUneven) {
+    return fail("--parallel, --sequence-parallel and --pad-uneven need --mesh");
   }
   PassManager lowering(&context);
   weft::buildLowerToLLVMPipeline(lowering, weft::CPUPipelineOptions{optLevel});

@@ -83,6 +83,12 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
       buffer.globalShape[dim] *= mesh ? mesh->size(split.axes) : 1;
       buffer.numShards *= mesh ? mesh->size(split.axes) : 1;
     }
+    // An uneven split pads the local shape; the true one is recorded.
+    if (auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>(
+                                  WeftDialect::kGlobalShapeAttrName)
+                            : DenseI64ArrayAttr())
+      buffer.globalShape.assign(global.asArrayRef().begin(),
+                                global.asArrayRef().end());
     buffer.spec = sharding.runtimeSpec();
     return success();
   };

@@ -80,6 +80,11 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kGlobalShapeAttrName) {
+    if (!llvm::isa<DenseI64ArrayAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be an i64 array";
+    return success();
+  }
   if (name != kParamAttrName && name != kInputAttrName &&
       name != kShardingAttrName)
     return op->emitError() << "unknown weft argument attribute '" << name
@@ -95,6 +100,11 @@ LogicalResult WeftDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kGlobalShapeAttrName) {
+    if (!llvm::isa<DenseI64ArrayAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be an i64 array";
+    return success();
+  }
   if (name != kShardingAttrName)
     return op->emitError() << "unknown weft result attribute '" << name << "'";
   if (!llvm::isa<StringAttr>(attr.getValue()))

@@ -182,14 +182,22 @@ private:
 
   FailureOr<Value> reshard(Value global, const TensorSharding &to,
                            Operation *user);
-  Value emitStep(Value value, const Step &step, Location loc);
+  Value emitStep(Value value, const Step &step, Location loc,
+                 ArrayRef<int64_t> globalShape, TensorSharding &cur);
+  Value padTo(Value value, int64_t dim, int64_t size, Location loc);
+  Value truncateTo(Value value, int64_t dim, int64_t size, Location loc);
   OpPlan planOp(Operation *op, const OpShardingRule &rule, bool resultsFirst);
   LogicalResult partitionOp(Operation *op);
+  LogicalResult checkPaddedContractions(Operation *op,
+                                        const OpShardingRule &rule,
+                                        const OpPlan &plan);
   LogicalResult partitionLinearWithSplitBias(LinearOp op, const OpPlan &plan,
                                              ArrayRef<Value> operands);
   LogicalResult partitionVocabGather(GatherOp op, const OpPlan &plan,
                                      ArrayRef<Value> operands);
   LogicalResult partitionReturn(func::ReturnOp op);
+  SmallVector<NamedAttribute> shardingAttrs(const TensorSharding &sharding,
+                                            RankedTensorType globalType);
 
   const Mesh &mesh;
   func::FuncOp func;
@@ -200,38 +208,103 @@ private:
   SmallVector<std::tuple<Value, TensorSharding, Value>> reshards;
 };
 
-Value Partitioner::emitStep(Value value, const Step &step, Location loc) {
+/// Pads `value` with zeros along `dim` up to `size`.
+Value Partitioner::padTo(Value value, int64_t dim, int64_t size, Location loc) {
+  RankedTensorType type = tensorType(value);
+  if (type.getDimSize(dim) == size)
+    return value;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = size - shape[dim];
+  auto zerosType = withShape(type, shape);
+  Type element = type.getElementType();
+  Attribute zero = llvm::isa<FloatType>(element)
+                       ? Attribute(builder.getFloatAttr(element, 0))
+                       : Attribute(builder.getIntegerAttr(element, 0));
+  Value zeros = ConstantOp::create(builder, loc,
+                                   DenseElementsAttr::get(zerosType, zero));
+  return ConcatOp::create(builder, loc, ValueRange{value, zeros},
+                          builder.getI64IntegerAttr(dim));
+}
+
+/// The first `size` elements of `value` along `dim`.
+Value Partitioner::truncateTo(Value value, int64_t dim, int64_t size,
+                              Location loc) {
+  RankedTensorType type = tensorType(value);
+  if (type.getDimSize(dim) == size)
+    return value;
+  SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+  SmallVector<int64_t> sizes(type.getShape());
+  sizes[dim] = size;
+  return SliceOp::create(builder, loc, value, offsets, sizes, strides);
+}
+
+/// Emits one step. `cur` is the sharding `value` has, updated to the one
+/// the result has; `globalShape` is the whole tensor's, for uneven splits
+/// (pad-uneven): whole dims hold exactly the global size, split ones
+/// ceil(size / parts) with padding at the end.
+Value Partitioner::emitStep(Value value, const Step &step, Location loc,
+                            ArrayRef<int64_t> globalShape,
+                            TensorSharding &cur) {
   RankedTensorType type = tensorType(value);
   SmallVector<int64_t> shape(type.getShape());
   int64_t parts = mesh.size(step.axes);
   auto grid = FlatSymbolRefAttr::get(builder.getContext(), mesh.symbol);
   auto axes = builder.getDenseI16ArrayAttr(step.axes);
+  auto padded = [&](int64_t dim) {
+    return llvm::alignTo(globalShape[dim], parts);
+  };
   switch (step.kind) {
   case Step::AllReduce:
+    cur.partial.clear();
     return shard::AllReduceOp::create(builder, loc, type, grid, axes, value);
-  case Step::ReduceScatter:
-    shape[step.dim] /= parts;
+  case Step::ReduceScatter: {
+    cur.partial.clear();
+    cur.dims[step.dim].axes.push_back(step.axes.front());
+    value = padTo(value, step.dim, padded(step.dim), loc);
+    shape[step.dim] = padded(step.dim) / parts;
     return shard::ReduceScatterOp::create(
         builder, loc, withShape(type, shape), grid, axes, value,
         shard::ReductionKindAttr::get(builder.getContext(),
                                       shard::ReductionKind::Sum),
         builder.getIndexAttr(step.dim));
-  case Step::AllGather:
+  }
+  case Step::AllGather: {
+    cur.dims[step.dim].axes.pop_back();
     shape[step.dim] *= parts;
-    return shard::AllGatherOp::create(builder, loc, withShape(type, shape),
-                                      grid, axes, value,
-                                      builder.getIndexAttr(step.dim));
+    Value gathered = shard::AllGatherOp::create(
+        builder, loc, withShape(type, shape), grid, axes, value,
+        builder.getIndexAttr(step.dim));
+    return cur.dims[step.dim].isSplit()
+               ? gathered
+               : truncateTo(gathered, step.dim, globalShape[step.dim], loc);
+  }
   case Step::AllToAll:
+    if (globalShape[step.dim] % parts || globalShape[step.concatDim] % parts) {
+      // Uneven: gather one dim whole, then slice the other.
+      value = emitStep(value, {Step::AllGather, step.axes, step.concatDim},
+                       loc, globalShape, cur);
+      return emitStep(value, {Step::AllSlice, step.axes, step.dim}, loc,
+                      globalShape, cur);
+    }
+    cur.dims[step.concatDim].axes.pop_back();
+    cur.dims[step.dim].axes.push_back(step.axes.front());
     shape[step.dim] /= parts;
     shape[step.concatDim] *= parts;
     return shard::AllToAllOp::create(
         builder, loc, withShape(type, shape), grid, axes, value,
         builder.getIndexAttr(step.dim), builder.getIndexAttr(step.concatDim));
-  case Step::AllSlice:
+  case Step::AllSlice: {
+    bool wasWhole = !cur.dims[step.dim].isSplit();
+    cur.dims[step.dim].axes.push_back(step.axes.front());
+    if (wasWhole) {
+      value = padTo(value, step.dim, padded(step.dim), loc);
+      shape[step.dim] = padded(step.dim);
+    }
     shape[step.dim] /= parts;
     return shard::AllSliceOp::create(builder, loc, withShape(type, shape), grid,
                                      axes, value,
                                      builder.getIndexAttr(step.dim));
+  }
   }
   llvm_unreachable("unknown step");
 }
@@ -257,8 +330,10 @@ FailureOr<Value> Partitioner::reshard(Value global, const TensorSharding &to,
   else
     builder.setInsertionPointToStart(&func.getBody().front());
   Value value = local.value;
+  TensorSharding cur = local.sharding;
   for (const Step &step : *steps)
-    value = emitStep(value, step, global.getLoc());
+    value = emitStep(value, step, global.getLoc(),
+                     tensorType(global).getShape(), cur);
   reshards.emplace_back(global, to, value);
   return value;
 }
@@ -373,6 +448,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       plan.results.push_back(
           TensorSharding::replicated(tensorType(result).getRank()));
   }
+  if (rule && failed(checkPaddedContractions(op, *rule, plan)))
+    return failure();
   SmallVector<Value> operands;
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     FailureOr<Value> local = reshard(operand, plan.operands[index], op);
@@ -417,11 +494,40 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   if (auto slice = dyn_cast<SliceOp>(local)) {
     SmallVector<int64_t> sizes(slice.getSizes());
     for (auto [dim, sharding] : llvm::enumerate(plan.operands[0].dims))
-      sizes[dim] /= mesh.size(sharding.axes);
+      sizes[dim] = llvm::divideCeil(sizes[dim], mesh.size(sharding.axes));
     slice.setSizes(sizes);
   }
   for (auto [index, result] : llvm::enumerate(op->getResults()))
     locals[result] = {local->getResult(index), plan.results[index]};
+  return success();
+}
+
+/// A contraction over a padded (uneven) split sums the padding too. That is
+/// sound when a weight takes part, since its padding is zeros; two
+/// activations may carry anything there.
+LogicalResult Partitioner::checkPaddedContractions(Operation *op,
+                                                   const OpShardingRule &rule,
+                                                   const OpPlan &plan) {
+  for (auto [factor, sharding] : llvm::enumerate(plan.factors)) {
+    if (!sharding || rule.kinds[factor] != FactorKind::Reduction)
+      continue;
+    int64_t parts = mesh.size(sharding->axes);
+    bool padded = false, zeroPadded = false;
+    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+      for (auto [dim, f] : llvm::enumerate(rule.operandFactors[index])) {
+        if (f != static_cast<int64_t>(factor))
+          continue;
+        padded |= tensorType(operand).getDimSize(dim) % parts != 0;
+        auto arg = llvm::dyn_cast<BlockArgument>(operand);
+        zeroPadded |= arg && func.getArgAttr(arg.getArgNumber(),
+                                             WeftDialect::kParamAttrName);
+      }
+    if (padded && !zeroPadded)
+      return op->emitError()
+             << "cannot contract over a dim split unevenly over mesh axis '"
+             << mesh.describe(sharding->axes)
+             << "': no weight supplies zeros for its padding";
+  }
   return success();
 }
 
@@ -511,6 +617,26 @@ LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
   return success();
 }
 
+/// `weft.sharding` for a split argument or result, and `weft.global_shape`
+/// when an uneven split pads it (the local shapes alone do not tell).
+SmallVector<NamedAttribute>
+Partitioner::shardingAttrs(const TensorSharding &sharding,
+                           RankedTensorType globalType) {
+  if (sharding.isReplicated())
+    return {};
+  SmallVector<NamedAttribute> attrs{builder.getNamedAttr(
+      WeftDialect::kShardingAttrName,
+      builder.getStringAttr(sharding.describe(mesh)))};
+  for (auto [dim, split] : llvm::enumerate(sharding.dims))
+    if (globalType.getDimSize(dim) % mesh.size(split.axes) != 0) {
+      attrs.push_back(builder.getNamedAttr(
+          WeftDialect::kGlobalShapeAttrName,
+          builder.getDenseI64ArrayAttr(globalType.getShape())));
+      break;
+    }
+  return attrs;
+}
+
 LogicalResult Partitioner::partitionReturn(func::ReturnOp op) {
   SmallVector<Value> results;
   SmallVector<Attribute> shardings;
@@ -521,12 +647,13 @@ LogicalResult Partitioner::partitionReturn(func::ReturnOp op) {
     if (failed(local))
       return failure();
     results.push_back(*local);
-    shardings.push_back(builder.getStringAttr(whole.describe(mesh)));
+    shardings.push_back(builder.getDictionaryAttr(
+        shardingAttrs(whole, tensorType(operand))));
   }
   builder.setInsertionPoint(op);
   func::ReturnOp::create(builder, op.getLoc(), results);
-  for (auto [index, sharding] : llvm::enumerate(shardings))
-    func.setResultAttr(index, "weft.sharding", sharding);
+  for (auto [index, attrs] : llvm::enumerate(shardings))
+    func.setResultAttrs(index, llvm::cast<DictionaryAttr>(attrs));
   func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                  ValueRange(results).getTypes()));
   op.erase();
@@ -566,10 +693,7 @@ LogicalResult Partitioner::run() {
     SmallVector<NamedAttribute> attrs(
         func.getArgAttrDict(index) ? func.getArgAttrDict(index).getValue()
                                    : ArrayRef<NamedAttribute>());
-    if (!sharding.isReplicated())
-      attrs.push_back(
-          builder.getNamedAttr(WeftDialect::kShardingAttrName,
-                               builder.getStringAttr(sharding.describe(mesh))));
+    llvm::append_range(attrs, shardingAttrs(sharding, type));
     unsigned position = func.getNumArguments();
     if (failed(func.insertArgument(
             position,

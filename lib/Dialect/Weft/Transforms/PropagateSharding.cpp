@@ -41,7 +41,8 @@ struct FactorUse {
 
 class Propagation {
 public:
-  Propagation(const Mesh &mesh) : mesh(mesh) {}
+  Propagation(const Mesh &mesh, bool padUneven)
+      : mesh(mesh), padUneven(padUneven) {}
 
   SmallVector<DimState> &stateOf(Value value) {
     auto [it, inserted] = states.try_emplace(value);
@@ -100,22 +101,57 @@ public:
   }
 
 private:
+  /// A split dim must divide by its mesh axes, or (with pad-uneven) be
+  /// split over one axis into equal padded shards.
   LogicalResult checkDivisible(Value value, int64_t dim,
                                const DimSharding &sharding, Operation *where) {
-    int64_t size =
-        llvm::cast<RankedTensorType>(value.getType()).getDimSize(dim);
+    int64_t size = llvm::cast<RankedTensorType>(value.getType()).getDimSize(dim);
     int64_t parts = mesh.size(sharding.axes) * sharding.blocks;
     if (size % parts == 0)
+      return success();
+    if (padUneven && sharding.axes.size() == 1 && sharding.blocks == 1)
       return success();
     std::string blocks =
         sharding.blocks > 1
             ? " in " + std::to_string(sharding.blocks) + " interleaved parts"
             : "";
-    return where->emitError()
-           << "cannot split dim " << dim << " (size " << size << ") of "
-           << describeTensor(value) << blocks << " over mesh axis '"
-           << mesh.describe(sharding.axes) << "' (size "
-           << mesh.size(sharding.axes) << "): not divisible";
+    InFlightDiagnostic diag =
+        where->emitError()
+        << "cannot split dim " << dim << " (size " << size << ") of "
+        << describeTensor(value) << blocks << " over mesh axis '"
+        << mesh.describe(sharding.axes) << "' (size "
+        << mesh.size(sharding.axes) << "): not divisible";
+    if (padUneven)
+      diag << ", and --pad-uneven pads only a dim split over one mesh axis";
+    else
+      diag << " (--pad-uneven pads it)";
+    return diag;
+  }
+
+  /// Padding a factor's dims is only sound when they all have the same
+  /// size: a reshape that turns a padded dim into dims of other sizes
+  /// would interleave real and padding elements.
+  LogicalResult checkPaddable(Operation *op, ArrayRef<FactorUse> uses,
+                              const DimSharding &sharding) {
+    int64_t parts = mesh.size(sharding.axes) * sharding.blocks;
+    bool padded = false;
+    std::optional<int64_t> common;
+    bool uniform = true;
+    for (const FactorUse &use : uses) {
+      int64_t size =
+          llvm::cast<RankedTensorType>(use.value.getType()).getDimSize(use.dim);
+      padded |= size % (parts * use.blocks) != 0;
+      if (common && *common != size / use.blocks)
+        uniform = false;
+      common = size / use.blocks;
+    }
+    if (!padded || uniform)
+      return success();
+    return op->emitError()
+           << "cannot pad the uneven split over mesh axis '"
+           << mesh.describe(sharding.axes)
+           << "' through this op: it maps the split dim to dims of other "
+              "sizes";
   }
 
   LogicalResult propagate(Operation *op, int64_t round, bool &changed) {
@@ -152,6 +188,8 @@ private:
       }
       if (!best)
         continue;
+      if (padUneven && failed(checkPaddable(op, factorUses, *best)))
+        return failure();
       for (const FactorUse &use : factorUses) {
         SmallVector<DimState> &state = stateOf(use.value);
         if (state[use.dim].priority <= bestPriority)
@@ -175,12 +213,15 @@ private:
   }
 
   const Mesh &mesh;
+  bool padUneven;
   llvm::DenseMap<Value, SmallVector<DimState>> states;
   int64_t maxPriority = 0;
 };
 
 struct WeftPropagateShardingPass
     : public weft::impl::WeftPropagateShardingBase<WeftPropagateShardingPass> {
+  using WeftPropagateShardingBase::WeftPropagateShardingBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<Mesh> mesh = Mesh::find(module);
@@ -192,7 +233,7 @@ struct WeftPropagateShardingPass
   }
 
   LogicalResult runOnFunction(func::FuncOp func, const Mesh &mesh) {
-    Propagation propagation(mesh);
+    Propagation propagation(mesh, padUneven);
     SmallVector<shard::ShardOp> annotations;
     func.walk([&](shard::ShardOp op) { annotations.push_back(op); });
     for (shard::ShardOp annotation : annotations) {

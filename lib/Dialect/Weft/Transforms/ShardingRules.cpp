@@ -172,9 +172,10 @@ std::string TensorSharding::runtimeSpec() const {
 
 SmallVector<int64_t> TensorSharding::localShape(ArrayRef<int64_t> shape,
                                                 const Mesh &mesh) const {
+  // Uneven splits (pad-uneven) round up: the last shards end in padding.
   SmallVector<int64_t> local(shape);
   for (auto [index, dim] : llvm::enumerate(dims))
-    local[index] /= mesh.size(dim.axes);
+    local[index] = llvm::divideCeil(local[index], mesh.size(dim.axes));
   return local;
 }
 

@@ -51,6 +51,10 @@ def Weft_Dialect : Dialect {
     /// Argument and result attribute after partitioning: how the global
     /// tensor is split, e.g. "[dp], [], [tp]" (a StringAttr).
     static constexpr ::llvm::StringLiteral kShardingAttrName = "weft.sharding";
+    /// With `weft.sharding` where an uneven split pads the tensor: its
+    /// global shape (a DenseI64ArrayAttr).
+    static constexpr ::llvm::StringLiteral kGlobalShapeAttrName =
+        "weft.global_shape";
   }];
 }
 

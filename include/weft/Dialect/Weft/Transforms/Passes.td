@@ -110,7 +110,18 @@ def WeftPropagateSharding : Pass<"weft-propagate-sharding", "::mlir::ModuleOp"> 
     the tensor, the dim and the axis. Every split value is then annotated
     with a `shard.shard` right after its definition (arguments: at the top
     of the function), and the input annotations are removed.
+
+    With `pad-uneven`, a dim split over one mesh axis need not divide: each
+    rank holds ceil(size / parts) elements and the last shards end in
+    padding (zeros in weights and inputs), which `weft-partition` drops
+    wherever the dim becomes whole again. A padded split may not pass
+    through an op that maps it to dims of another size (a reshape that
+    merges or splits it).
   }];
+  let options = [
+    Option<"padUneven", "pad-uneven", "bool", /*default=*/"false",
+           "Pad a dim that does not divide by its mesh axis">
+  ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 

@@ -83,7 +83,7 @@ struct TensorSharding {
                                              const Mesh &mesh);
   /// The runtime's spec: "-,1x3" (see runtime/include/weft/ShardLayout.h).
   std::string runtimeSpec() const;
-  /// The per-rank shape of a tensor of `shape` (dims must divide).
+  /// The per-rank shape of a tensor of `shape` (an uneven split rounds up).
   llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> shape,
                                         const Mesh &mesh) const;
 };
