@@ -58,8 +58,14 @@ public:
                      int64_t priority, Operation *where) {
     SmallVector<DimState> &state = stateOf(value);
     for (auto [dim, dimSharding] : llvm::enumerate(sharding.dims)) {
-      if (!dimSharding.isSplit() || dim >= state.size())
+      if (dim >= state.size())
         continue;
+      // A user's annotation also pins the dims it keeps whole.
+      if (!dimSharding.isSplit()) {
+        if (priority == 0)
+          state[dim] = {dimSharding, 0};
+        continue;
+      }
       if (failed(checkDivisible(value, dim, dimSharding, where)))
         return failure();
       if (state[dim].priority <= priority)
@@ -255,7 +261,12 @@ struct WeftPropagateShardingPass
                    << "mesh axis " << axis << " does not exist in '"
                    << mesh.symbol << "'";
       auto priority = annotation->getAttrOfType<IntegerAttr>("weft.priority");
-      if (failed(propagation.seed(annotation.getSrc(), sharding,
+      // Chained annotations (a preset's on a user's) all describe the
+      // value under them.
+      Value annotated = annotation.getSrc();
+      while (auto inner = annotated.getDefiningOp<shard::ShardOp>())
+        annotated = inner.getSrc();
+      if (failed(propagation.seed(annotated, sharding,
                                   priority ? priority.getInt() : 0,
                                   annotation)))
         return failure();
