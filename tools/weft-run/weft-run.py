@@ -9,17 +9,18 @@ start depends on where weft-run runs:
 
 - on a machine or in a batch job: `mpiexec -n N` (MPICH's Hydra; with Open
   MPI, `mpirun --oversubscribe`);
-- as one task of `srun` (SLURM_PROCID is set) or of a launcher that sets
-  torchrun-style variables with an MPI process manager behind them (RANK,
-  WORLD_SIZE): this process is one rank, and weft-run checks the world size
-  and runs the model in place;
+- as one task of `srun` (SLURM_PROCID is set): this process is one rank,
+  and weft-run checks the world size and runs the model in place;
+- as one process of a torchrun-style launch (RANK, WORLD_SIZE,
+  MASTER_ADDR, MASTER_PORT): weft-run is the process manager; rank 0's
+  serves PMI at MASTER_ADDR:MASTER_PORT for the ranks to join;
 - inside a SLURM allocation but not in a task (SLURM_JOB_ID without
   SLURM_PROCID): `srun -n N --mpi=pmi2`.
 
-If a rank dies, the MPI launcher stops the others; weft-run then exits with
-status 1 and one line naming the rank (found from the pid files the ranks
-write into WEFT_RUN_DIR). --timeout bounds the whole run, so a wedged rank
-never hangs the caller.
+If a rank dies, the others are stopped and weft-run exits with status 1 and
+one line naming the rank (under mpiexec, from the pid files the ranks write
+into WEFT_RUN_DIR and a per-rank wrapper that sees its death). --timeout
+bounds the whole run, so a wedged rank never hangs the caller.
 """
 
 import argparse
@@ -27,6 +28,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -52,6 +54,205 @@ def mesh_of(program):
     if result.returncode != 0 or len(fields) != 2 or not fields[1].isdigit():
         fail(f"'{program}' is not a Weft executable (--print-mesh failed)")
     return fields[0], int(fields[1])
+
+
+def check_world(world, ranks, mesh, program):
+    if world != ranks:
+        fail(f"the launcher started {world} ranks, but '{program}' was "
+             f"partitioned for mesh {mesh} ({ranks} ranks)")
+
+
+class PmiServer:
+    """A PMI-1 server (the wire protocol of MPICH's simple PMI client, which
+    connects to PMI_PORT) for ranks started by another launcher. It also
+    watches the world: each weft-run keeps a watch connection and reports
+    its rank's exit. A rank whose PMI or watch connection closes before it
+    finishes has died, and every weft-run of the world is told so."""
+
+    def __init__(self, world, port):
+        self.world = world
+        self.kvs = {}
+        self.condition = threading.Condition()
+        self.arrived = 0
+        self.generation = 0
+        self.watchers = []
+        self.finished = set()
+        self.dead = None
+        self.listener = socket.create_server(("", port))
+        self.listener.listen(2 * world)
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            connection, _ = self.listener.accept()
+            threading.Thread(target=self.serve, args=(connection,),
+                             daemon=True).start()
+
+    def serve(self, connection):
+        stream = connection.makefile("rw")
+        pmi_rank = watch_rank = None
+        finalized = False
+
+        def send(line):
+            stream.write(line + "\n")
+            stream.flush()
+
+        try:
+            for line in stream:
+                fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+                command = fields.get("cmd")
+                if command == "weft_watch":
+                    watch_rank = int(fields["rank"])
+                    with self.condition:
+                        self.watchers.append(stream)
+                        if self.dead is not None:
+                            send(f"cmd=weft_dead rank={self.dead}")
+                elif command == "weft_exit":
+                    if int(fields["status"]) != 0:
+                        self.report_death(watch_rank)
+                    with self.condition:
+                        self.finished.add(watch_rank)
+                        self.condition.notify_all()
+                elif command == "initack":
+                    pmi_rank = int(fields["pmiid"])
+                    for reply in ("cmd=initack", f"cmd=set size={self.world}",
+                                  f"cmd=set rank={pmi_rank}", "cmd=set debug=0"):
+                        send(reply)
+                elif command == "init":
+                    send("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0")
+                elif command == "get_maxes":
+                    send("cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=1024")
+                elif command == "get_appnum":
+                    send("cmd=appnum appnum=0")
+                elif command == "get_my_kvsname":
+                    send("cmd=my_kvsname kvsname=weft")
+                elif command == "get_universe_size":
+                    send(f"cmd=universe_size size={self.world}")
+                elif command == "put":
+                    with self.condition:
+                        self.kvs[fields["key"]] = fields.get("value", "")
+                    send("cmd=put_result rc=0")
+                elif command == "get":
+                    with self.condition:
+                        value = self.kvs.get(fields.get("key"))
+                    send("cmd=get_result rc=-1 msg=key_not_found" if value is None
+                         else f"cmd=get_result rc=0 value={value}")
+                elif command == "barrier_in":
+                    with self.condition:
+                        generation = self.generation
+                        self.arrived += 1
+                        if self.arrived == self.world:
+                            self.arrived = 0
+                            self.generation += 1
+                            self.condition.notify_all()
+                        while self.generation == generation and self.dead is None:
+                            self.condition.wait()
+                    send("cmd=barrier_out")
+                elif command == "finalize":
+                    finalized = True
+                    send("cmd=finalize_ack")
+                else:
+                    send(f"cmd={command} rc=-1 msg=unsupported")
+        except OSError:
+            pass
+        if pmi_rank is not None and not finalized:
+            self.report_death(pmi_rank)
+        if watch_rank is not None:
+            with self.condition:
+                if watch_rank not in self.finished:
+                    self.finished.add(watch_rank)
+                    self.condition.notify_all()
+                    died = True
+                else:
+                    died = False
+            if died:
+                self.report_death(watch_rank)
+
+    def report_death(self, rank):
+        with self.condition:
+            if self.dead is not None:
+                return
+            self.dead = rank
+            self.condition.notify_all()
+            for watcher in self.watchers:
+                try:
+                    watcher.write(f"cmd=weft_dead rank={rank}\n")
+                    watcher.flush()
+                except OSError:
+                    pass
+
+    def wait_for_all(self):
+        with self.condition:
+            while len(self.finished) < self.world and self.dead is None:
+                self.condition.wait()
+
+
+def run_rank_of_world(program, args, rank, world):
+    """Runs rank `rank` of a world started by another launcher (torchrun-
+    style RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Rank 0's weft-run
+    serves PMI at MASTER_ADDR:MASTER_PORT; every weft-run watches it and
+    stops its rank, naming the dead one, if any rank dies."""
+    address = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    try:
+        port = int(os.environ.get("MASTER_PORT", "29500"))
+    except ValueError:
+        fail(f"MASTER_PORT '{os.environ['MASTER_PORT']}' is not a port")
+    server = None
+    if rank == 0:
+        try:
+            server = PmiServer(world, port)
+        except OSError as error:
+            fail(f"rank 0 cannot serve PMI on port {port}: {error.strerror}")
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            watch = socket.create_connection((address, port), timeout=5)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                fail(f"cannot reach rank 0 at {address}:{port} (MASTER_ADDR,"
+                     " MASTER_PORT)")
+            time.sleep(0.2)
+    watch.settimeout(None)
+    stream = watch.makefile("rw")
+    stream.write(f"cmd=weft_watch rank={rank}\n")
+    stream.flush()
+    env = dict(os.environ, PMI_PORT=f"{address}:{port}", PMI_ID=str(rank))
+    child = subprocess.Popen([program] + args, env=env)
+    dead = {}
+
+    def listen():
+        for line in stream:
+            match = re.search(r"cmd=weft_dead rank=(\d+)", line)
+            if match:
+                dead["rank"] = int(match.group(1))
+                break
+        else:
+            dead.setdefault("rank", None)  # rank 0's weft-run is gone
+        if child.poll() is None:
+            child.kill()
+
+    threading.Thread(target=listen, daemon=True).start()
+    status = child.wait()
+    try:
+        stream.write(f"cmd=weft_exit status={status}\n")
+        stream.flush()
+    except OSError:
+        pass
+    other = dead.get("rank", rank)
+    if status != 0 and other != rank:
+        who = "rank 0's weft-run" if other is None else f"rank {other}"
+        fail(f"{who} died; rank {rank} was stopped")
+    if status < 0:
+        fail(f"rank {rank} (pid {child.pid}) died ({signal_name(-status)}); "
+             "the other ranks are being stopped")
+    if status != 0:
+        fail(f"rank {rank} exited with status {status}")
+    if server:
+        server.wait_for_all()  # serve the others until they are done
+        if server.dead is not None:
+            fail(f"rank {server.dead} died; the other ranks were stopped")
+    return 0
 
 
 def launcher_command(ranks):
@@ -92,16 +293,19 @@ def main():
         fail(f"-np {options.ranks}, but '{options.program}' was partitioned "
              f"for {what} ({ranks} ranks)")
 
-    # Already one rank of a launched world: run in place.
-    task_world = os.environ.get("SLURM_NTASKS") if os.environ.get(
-        "SLURM_PROCID") else os.environ.get("WORLD_SIZE")
-    if task_world is not None and os.environ.get("PMI_RANK") is None and (
-            os.environ.get("SLURM_PROCID") or os.environ.get("RANK")):
-        if int(task_world) != ranks:
-            fail(f"the launcher started {task_world} ranks, but "
-                 f"'{options.program}' was partitioned for mesh {mesh} "
-                 f"({ranks} ranks)")
+    # One task of srun: SLURM's PMI connects the ranks; run in place.
+    if os.environ.get("SLURM_PROCID") is not None:
+        check_world(int(os.environ.get("SLURM_NTASKS", "1")), ranks, mesh,
+                    options.program)
         os.execv(program, [program] + options.args)
+    # One process of a torchrun-style launch: weft-run is the process
+    # manager, with rank 0 serving the PMI that MPICH joins through.
+    if os.environ.get("RANK") is not None and os.environ.get(
+            "WORLD_SIZE") is not None and os.environ.get("PMI_FD") is None:
+        check_world(int(os.environ["WORLD_SIZE"]), ranks, mesh,
+                    options.program)
+        return run_rank_of_world(program, options.args,
+                                 int(os.environ["RANK"]), ranks)
 
     # The ranks leave their pids (and exit statuses) in WEFT_RUN_DIR: a
     # fresh directory unless the caller chose one.
