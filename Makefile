@@ -58,6 +58,9 @@ demo: build
 	$(BUILD)/bin/weftc $(DEMO_DIR)/gpt2.onnx -o $(DEMO_DIR)/gpt2
 	@echo "== compiled: $(DEMO_DIR)/gpt2 (+ gpt2.weights)"
 	@python3 utils/demo_predict.py $(DEMO_DIR)/gpt2 --seq $(DEMO_SEQ) --prompt "$(DEMO_PROMPT)"
+	$(BUILD)/bin/weftc $(DEMO_DIR)/gpt2.onnx --mesh tp=2 --parallel megatron --sequence-parallel --report -o $(DEMO_DIR)/gpt2_tp2
+	@echo "== the same model on 2 ranks (Megatron tensor + sequence parallelism over MPI): same prediction"
+	@python3 utils/demo_predict.py $(DEMO_DIR)/gpt2_tp2 --launcher $(BUILD)/bin/weft-run --seq $(DEMO_SEQ) --prompt "$(DEMO_PROMPT)"
 
 # The op and pass reference, generated from TableGen into docs/generated/.
 docs: build

@@ -20,6 +20,9 @@ def main():
     parser.add_argument("--prompt", required=True)
     parser.add_argument("--seq", type=int, required=True)
     parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--launcher", default=None,
+                        help="run the executable through this launcher "
+                             "(weft-run, for a partitioned model)")
     args = parser.parse_args()
     tokens = list(args.prompt.encode("utf-8"))[-args.seq:]
     ids = np.zeros((1, args.seq), dtype=np.int64)
@@ -27,8 +30,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ids_path, logits_path = pathlib.Path(tmp) / "ids.npy", pathlib.Path(tmp) / "logits.npy"
         np.save(ids_path, ids)
-        subprocess.run([args.executable, "--input", f"input_ids={ids_path}",
-                        "--output", f"logits={logits_path}"], check=True)
+        launcher = [args.launcher] if args.launcher else []
+        subprocess.run(launcher + [args.executable, "--input", f"input_ids={ids_path}",
+                                   "--output", f"logits={logits_path}"], check=True)
         logits = np.load(logits_path)[0, len(tokens) - 1].astype(np.float64)
     probs = np.exp(logits - logits.max())
     probs /= probs.sum()

@@ -25,9 +25,9 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <thread>
 #include <string>
 #include <strings.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -52,8 +52,8 @@ int processRank = -1;
 void recordExit(int status) {
   const char *runDir = getenv("WEFT_RUN_DIR");
   if (runDir && processRank >= 0)
-    std::ofstream(std::string(runDir) + "/rank" +
-                  std::to_string(processRank) + ".exit")
+    std::ofstream(std::string(runDir) + "/rank" + std::to_string(processRank) +
+                  ".exit")
         << status << "\n";
 }
 

@@ -372,13 +372,13 @@ int main(int argc, char **argv) {
       llvm::outs() << " (" << ranks
                    << " ranks; every figure below is per rank)\n";
     }
-    llvm::outs() << "parameters: " << paramBytes << " bytes (whole model: "
-                 << wholeBytes << " bytes)\n";
+    llvm::outs() << "parameters: " << paramBytes
+                 << " bytes (whole model: " << wholeBytes << " bytes)\n";
     if (mesh) {
       llvm::outs() << "  split: " << splitBytes << " bytes of "
-                   << splitWholeBytes << "\n  replicated: "
-                   << paramBytes - splitBytes << " bytes in "
-                   << replicated.size() << " tensors:";
+                   << splitWholeBytes
+                   << "\n  replicated: " << paramBytes - splitBytes
+                   << " bytes in " << replicated.size() << " tensors:";
       for (const weft::EntryBuffer *b : replicated) {
         llvm::outs() << " " << b->name << "[";
         llvm::interleave(b->globalShape, llvm::outs(), "x");

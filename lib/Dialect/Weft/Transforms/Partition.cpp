@@ -220,8 +220,8 @@ Value Partitioner::padTo(Value value, int64_t dim, int64_t size, Location loc) {
   Attribute zero = llvm::isa<FloatType>(element)
                        ? Attribute(builder.getFloatAttr(element, 0))
                        : Attribute(builder.getIntegerAttr(element, 0));
-  Value zeros = ConstantOp::create(builder, loc,
-                                   DenseElementsAttr::get(zerosType, zero));
+  Value zeros =
+      ConstantOp::create(builder, loc, DenseElementsAttr::get(zerosType, zero));
   return ConcatOp::create(builder, loc, ValueRange{value, zeros},
                           builder.getI64IntegerAttr(dim));
 }
@@ -271,9 +271,9 @@ Value Partitioner::emitStep(Value value, const Step &step, Location loc,
   case Step::AllGather: {
     cur.dims[step.dim].axes.pop_back();
     shape[step.dim] *= parts;
-    Value gathered = shard::AllGatherOp::create(
-        builder, loc, withShape(type, shape), grid, axes, value,
-        builder.getIndexAttr(step.dim));
+    Value gathered =
+        shard::AllGatherOp::create(builder, loc, withShape(type, shape), grid,
+                                   axes, value, builder.getIndexAttr(step.dim));
     return cur.dims[step.dim].isSplit()
                ? gathered
                : truncateTo(gathered, step.dim, globalShape[step.dim], loc);
@@ -281,8 +281,8 @@ Value Partitioner::emitStep(Value value, const Step &step, Location loc,
   case Step::AllToAll:
     if (globalShape[step.dim] % parts || globalShape[step.concatDim] % parts) {
       // Uneven: gather one dim whole, then slice the other.
-      value = emitStep(value, {Step::AllGather, step.axes, step.concatDim},
-                       loc, globalShape, cur);
+      value = emitStep(value, {Step::AllGather, step.axes, step.concatDim}, loc,
+                       globalShape, cur);
       return emitStep(value, {Step::AllSlice, step.axes, step.dim}, loc,
                       globalShape, cur);
     }
@@ -624,9 +624,9 @@ Partitioner::shardingAttrs(const TensorSharding &sharding,
                            RankedTensorType globalType) {
   if (sharding.isReplicated())
     return {};
-  SmallVector<NamedAttribute> attrs{builder.getNamedAttr(
-      WeftDialect::kShardingAttrName,
-      builder.getStringAttr(sharding.describe(mesh)))};
+  SmallVector<NamedAttribute> attrs{
+      builder.getNamedAttr(WeftDialect::kShardingAttrName,
+                           builder.getStringAttr(sharding.describe(mesh)))};
   for (auto [dim, split] : llvm::enumerate(sharding.dims))
     if (globalType.getDimSize(dim) % mesh.size(split.axes) != 0) {
       attrs.push_back(builder.getNamedAttr(
@@ -647,8 +647,8 @@ LogicalResult Partitioner::partitionReturn(func::ReturnOp op) {
     if (failed(local))
       return failure();
     results.push_back(*local);
-    shardings.push_back(builder.getDictionaryAttr(
-        shardingAttrs(whole, tensorType(operand))));
+    shardings.push_back(
+        builder.getDictionaryAttr(shardingAttrs(whole, tensorType(operand))));
   }
   builder.setInsertionPoint(op);
   func::ReturnOp::create(builder, op.getLoc(), results);

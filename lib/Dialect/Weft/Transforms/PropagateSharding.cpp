@@ -111,7 +111,8 @@ private:
   /// split over one axis into equal padded shards.
   LogicalResult checkDivisible(Value value, int64_t dim,
                                const DimSharding &sharding, Operation *where) {
-    int64_t size = llvm::cast<RankedTensorType>(value.getType()).getDimSize(dim);
+    int64_t size =
+        llvm::cast<RankedTensorType>(value.getType()).getDimSize(dim);
     int64_t parts = mesh.size(sharding.axes) * sharding.blocks;
     if (size % parts == 0)
       return success();
@@ -121,12 +122,12 @@ private:
         sharding.blocks > 1
             ? " in " + std::to_string(sharding.blocks) + " interleaved parts"
             : "";
-    InFlightDiagnostic diag =
-        where->emitError()
-        << "cannot split dim " << dim << " (size " << size << ") of "
-        << describeTensor(value) << blocks << " over mesh axis '"
-        << mesh.describe(sharding.axes) << "' (size "
-        << mesh.size(sharding.axes) << "): not divisible";
+    InFlightDiagnostic diag = where->emitError()
+                              << "cannot split dim " << dim << " (size " << size
+                              << ") of " << describeTensor(value) << blocks
+                              << " over mesh axis '"
+                              << mesh.describe(sharding.axes) << "' (size "
+                              << mesh.size(sharding.axes) << "): not divisible";
     if (padUneven)
       diag << ", and --pad-uneven pads only a dim split over one mesh axis";
     else
