@@ -58,6 +58,33 @@ def WeftFuseAttention : Pass<"weft-fuse-attention"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def WeftAutodiff : Pass<"weft-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Derive the gradient function of a scalar loss (reverse mode)";
+  let description = [{
+    For `function` (whose first result is a scalar float loss) adds
+    `<function>_grad`, with the same arguments, returning the original
+    results followed by the gradient of the loss with respect to every
+    `weft.param` argument (named `grad:<param>` in `weft.outputs`). The
+    forward ops are replayed, then each op's vector-Jacobian product is
+    applied in reverse order and the adjoints reaching a value are summed.
+    Every rule is made of weft ops. An op without a rule is an error at
+    that op.
+
+    ```
+    weft-opt --weft-autodiff="function=loss" model.mlir
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "The function to differentiate">
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // SPMD partitioning
 //===----------------------------------------------------------------------===//
 
