@@ -6,7 +6,8 @@ JOBS ?= 2
 APT_PACKAGES = cmake ninja-build ccache g++ python3 python3-pip \
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler \
-  libgtest-dev libomp-22-dev mpich libmpich-dev libopenblas-dev
+  libgtest-dev libomp-22-dev mpich libmpich-dev libopenblas-dev \
+  python3-torch
 PIP_PACKAGES = onnx numpy onnxruntime lit
 DEMO_DIR = $(BUILD)/demo
 

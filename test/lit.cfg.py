@@ -25,6 +25,13 @@ config.substitutions.append(
 if os.path.isdir(os.path.join(os.path.dirname(config.weft_src_root), "shared", "models")):
     config.available_features.add("shared-models")
 
+# PyTorch (Debian's python3-torch, for the system python) is the independent
+# reference for gradients.
+import subprocess
+if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("torch")
+
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 

@@ -77,6 +77,29 @@ static cl::opt<bool>
     padUneven("pad-uneven",
               cl::desc("Pad a dim that does not divide by its mesh axis"),
               cl::cat(category));
+enum class Program { Forward, Train, Gradients };
+static cl::opt<Program> program(
+    "program", cl::desc("What the executable computes"),
+    cl::init(Program::Forward),
+    cl::values(
+        clEnumValN(Program::Forward, "forward", "the model (default)"),
+        clEnumValN(Program::Train, "train",
+                   "a training step: loss, gradients, optimizer update"),
+        clEnumValN(Program::Gradients, "gradients",
+                   "the cross-entropy loss and its parameter gradients")),
+    cl::cat(category));
+static cl::opt<bool> trainFlag("train", cl::desc("Same as --program=train"),
+                               cl::cat(category));
+static cl::opt<std::string> optimizer("optimizer",
+                                      cl::desc("adamw (default) or sgd"),
+                                      cl::init("adamw"), cl::cat(category));
+static cl::opt<double> weightDecay("weight-decay",
+                                   cl::desc("Weight decay (default 0.1)"),
+                                   cl::init(0.1), cl::cat(category));
+static cl::opt<double>
+    clipNorm("clip-norm",
+             cl::desc("Clip the global gradient norm (default 1; 0: off)"),
+             cl::init(1.0), cl::cat(category));
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipelines"),
                                    cl::cat(category));
@@ -270,16 +293,27 @@ int main(int argc, char **argv) {
   PassManager weftPasses(&context);
   if (optLevel > 0)
     weft::buildFuseIdiomsPipeline(weftPasses);
+  if (trainFlag)
+    program = Program::Train;
+  if (program != Program::Forward) {
+    weft::WeftDeriveTrainStepOptions training;
+    training.optimizer = optimizer;
+    training.weightDecay = weightDecay;
+    training.clipNorm = clipNorm;
+    weftPasses.addPass(weft::createWeftDeriveTrainStep(training));
+  }
+  // Partitioning runs on the entry alone.
+  PassManager spmdPasses(&context);
   if (!meshOption.empty()) {
     weft::WeftShardPresetsOptions presets;
     presets.mesh = meshOption;
     presets.parallel.assign(parallel.begin(), parallel.end());
     presets.sequenceParallel = sequenceParallel;
-    weftPasses.addPass(weft::createWeftShardPresets(presets));
-    weftPasses.addPass(
+    spmdPasses.addPass(weft::createWeftShardPresets(presets));
+    spmdPasses.addPass(
         weft::createWeftPropagateSharding({/*padUneven=*/padUneven}));
-    weftPasses.addPass(weft::createWeftPartition());
-    weftPasses.addPass(createCanonicalizerPass());
+    spmdPasses.addPass(weft::createWeftPartition());
+    spmdPasses.addPass(createCanonicalizerPass());
   } else if (!parallel.empty() || sequenceParallel || padUneven) {
     return fail("--parallel, --sequence-parallel and --pad-uneven need --mesh");
   }
@@ -288,12 +322,25 @@ int main(int argc, char **argv) {
   if (printPipeline) {
     llvm::outs() << "weft passes: ";
     weftPasses.printAsTextualPipeline(llvm::outs());
+    llvm::outs() << "\nspmd passes: ";
+    spmdPasses.printAsTextualPipeline(llvm::outs());
     llvm::outs() << "\nlowering: ";
     lowering.printAsTextualPipeline(llvm::outs());
     llvm::outs() << "\n";
     return 0;
   }
   if (failed(weftPasses.run(*module)))
+    return 1;
+  // The executable runs one function: it becomes `main`.
+  StringRef entry = program == Program::Train       ? "train_step"
+                    : program == Program::Gradients ? "train_loss_grad"
+                                                    : "main";
+  for (auto func : llvm::make_early_inc_range(module->getOps<func::FuncOp>()))
+    if (func.getSymName() != entry && !func.isDeclaration())
+      func.erase();
+  if (auto func = module->lookupSymbol<func::FuncOp>(entry))
+    func.setSymName("main");
+  if (failed(spmdPasses.run(*module)))
     return 1;
 
   OutputFiles outputs;

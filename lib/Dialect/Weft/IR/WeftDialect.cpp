@@ -86,7 +86,7 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (name != kParamAttrName && name != kInputAttrName &&
-      name != kShardingAttrName)
+      name != kShardingAttrName && name != kStateAttrName)
     return op->emitError() << "unknown weft argument attribute '" << name
                            << "'";
   if (!llvm::isa<StringAttr>(attr.getValue()))

@@ -33,6 +33,8 @@ def Weft_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamAttrName = "weft.param";
     /// Argument attribute naming a graph input (a StringAttr).
     static constexpr ::llvm::StringLiteral kInputAttrName = "weft.input";
+    /// Argument attribute naming optimizer state ("m:<param>", a StringAttr).
+    static constexpr ::llvm::StringLiteral kStateAttrName = "weft.state";
     /// Function attribute naming the results (an ArrayAttr of StringAttr).
     static constexpr ::llvm::StringLiteral kOutputsAttrName = "weft.outputs";
     /// Module attribute: path of the file holding the weights.

@@ -84,6 +84,54 @@ def WeftAutodiff : Pass<"weft-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
+  let summary = "Derive a training step (loss, gradients, update) from main";
+  let description = [{
+    From `main` (token ids and parameters to logits [..., vocab]) adds
+
+    ```
+    train_step(main's arguments, labels, lr, [bias1, bias2], state...)
+        -> (loss, grad_norm, new parameters..., new state...)
+    ```
+
+    - The loss is the mean cross-entropy of the logits against `labels`
+      (int64, the shape of the logits without the vocab dim). Positions
+      labelled `ignore-index` do not count.
+    - Its gradient comes from `weft-autodiff`.
+    - Every gradient is scaled by min(1, clip-norm / (norm + 1e-6)) when
+      `clip-norm` > 0, with the norm taken over all gradients.
+    - The optimizer updates the parameters:
+      - `adamw`: decoupled weight decay, with `bias1 = 1 - beta1^t` and
+        `bias2 = 1 - beta2^t` as inputs. The state is the moments
+        `m:<param>` and `v:<param>`.
+      - `sgd`: momentum, with weight decay added to the gradient. The state
+        is `momentum:<param>`.
+
+    Weight decay applies to parameters of rank 2 and more. The learning rate
+    `lr` is an input: the schedule belongs to the runtime. State arguments
+    carry `weft.state`; results are named `param:<name>` and
+    `state:<kind>:<name>` in `weft.outputs`, so that a runner feeds them
+    back. `train_loss_grad` (the loss and the parameter gradients, from
+    `weft-autodiff`) stays in the module beside `train_step`.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "adamw or sgd">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.95", "Adam beta2">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "Adam epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.1",
+           "Weight decay (decoupled for AdamW)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "SGD momentum">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"1.0",
+           "Clip the global gradient norm to this (0: no clipping)">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
+           "Label of positions that do not count">
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // SPMD partitioning
 //===----------------------------------------------------------------------===//

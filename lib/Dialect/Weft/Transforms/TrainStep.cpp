@@ -1,0 +1,309 @@
+//===- TrainStep.cpp - A model's training step: loss, gradients, update ---===//
+//
+// From `main` (token ids and parameters to logits) this derives
+//   train_step(ids, labels, lr, bias1, bias2, params..., state...)
+//     -> (loss, grad_norm, new params..., new state...)
+// The loss is the mean cross-entropy of the logits against the labels
+// (positions labelled `ignore-index` do not count), its gradient comes from
+// weft-autodiff, and the optimizer update (AdamW or SGD with momentum, after
+// clipping by the global gradient norm) is part of the same function, so the
+// partitioner sees the whole step. `train_loss_grad` (loss and parameter
+// gradients) is kept beside it. The learning rate and Adam's bias
+// corrections (1 - beta^t) are inputs: the schedule is the runtime's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Dialect/Weft/Transforms/Autodiff.h"
+#include "weft/Dialect/Weft/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+
+namespace weft {
+#define GEN_PASS_DEF_WEFTDERIVETRAINSTEP
+#include "weft/Dialect/Weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+RankedTensorType typeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+class StepBuilder {
+public:
+  StepBuilder(OpBuilder &b, Location loc, Type element)
+      : b(b), loc(loc), element(element) {}
+
+  Value scalar(double value) {
+    auto type = RankedTensorType::get({}, element);
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value sumAll(Value x) {
+    int64_t rank = typeOf(x).getRank();
+    if (rank == 0)
+      return x;
+    return ReduceSumOp::create(
+        b, loc, x,
+        b.getDenseI64ArrayAttr(llvm::to_vector(llvm::seq<int64_t>(0, rank))),
+        UnitAttr());
+  }
+  Value castTo(Value x, Type to) {
+    return CastOp::create(b, loc,
+                          RankedTensorType::get(typeOf(x).getShape(), to), x);
+  }
+
+  /// Mean cross-entropy of logits [..., V] against integer labels [...],
+  /// over the positions whose label is not `ignoreIndex`.
+  Value crossEntropy(Value logits, Value labels, int64_t ignoreIndex) {
+    RankedTensorType logitsType = typeOf(logits);
+    int64_t rank = logitsType.getRank();
+    int64_t vocab = logitsType.getShape().back();
+    Type labelType = typeOf(labels).getElementType();
+    Value logProbs =
+        LogSoftmaxOp::create(b, loc, logits, b.getI64IntegerAttr(rank - 1));
+    Value classes = RangeOp::create(
+        b, loc, RankedTensorType::get({vocab}, labelType),
+        b.getIntegerAttr(labelType, 0), b.getIntegerAttr(labelType, 1));
+    Value expanded =
+        UnsqueezeOp::create(b, loc, labels, b.getDenseI64ArrayAttr({rank - 1}));
+    Value oneHot = castTo(EqualOp::create(b, loc, expanded, classes), element);
+    Value picked =
+        ReduceSumOp::create(b, loc, mul(logProbs, oneHot),
+                            b.getDenseI64ArrayAttr({rank - 1}), UnitAttr());
+    auto ignore = RankedTensorType::get({}, labelType);
+    Value ignored = EqualOp::create(
+        b, loc, labels,
+        ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(ignore,
+                                   b.getIntegerAttr(labelType, ignoreIndex))));
+    Value counted = castTo(NotOp::create(b, loc, ignored), element);
+    Value total = sumAll(mul(picked, counted));
+    return NegOp::create(b, loc, div(total, sumAll(counted)));
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Type element;
+};
+
+struct WeftDeriveTrainStepPass
+    : public weft::impl::WeftDeriveTrainStepBase<WeftDeriveTrainStepPass> {
+  using WeftDeriveTrainStepBase::WeftDeriveTrainStepBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main) {
+      module.emitError("weft-derive-train-step: no function 'main'");
+      return signalPassFailure();
+    }
+    if (optimizer != "adamw" && optimizer != "sgd") {
+      module.emitError() << "unknown optimizer '" << optimizer
+                         << "' (expected adamw or sgd)";
+      return signalPassFailure();
+    }
+    if (failed(derive(module, main)))
+      signalPassFailure();
+  }
+
+  LogicalResult derive(ModuleOp module, func::FuncOp main) {
+    auto logitsType =
+        main.getNumResults()
+            ? llvm::dyn_cast<RankedTensorType>(main.getResultTypes()[0])
+            : RankedTensorType();
+    if (!logitsType || !llvm::isa<FloatType>(logitsType.getElementType()) ||
+        logitsType.getRank() < 2)
+      return main.emitError("weft-derive-train-step: the first result of "
+                            "'main' must be float logits [..., vocab]");
+    Type element = logitsType.getElementType();
+    MLIRContext *ctx = module.getContext();
+    auto labelsType = RankedTensorType::get(logitsType.getShape().drop_back(),
+                                            IntegerType::get(ctx, 64));
+
+    // loss(main's arguments..., labels) = cross_entropy(main(...), labels)
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(main);
+    SmallVector<Type> lossInputs(main.getArgumentTypes());
+    lossInputs.push_back(labelsType);
+    auto loss = func::FuncOp::create(
+        b, main.getLoc(), "train_loss",
+        FunctionType::get(ctx, lossInputs,
+                          {RankedTensorType::get({}, element)}));
+    for (unsigned i = 0; i < main.getNumArguments(); ++i)
+      loss.setArgAttrs(i, main.getArgAttrDict(i));
+    loss.setArgAttr(main.getNumArguments(), WeftDialect::kInputAttrName,
+                    b.getStringAttr("labels"));
+    loss->setAttr(WeftDialect::kOutputsAttrName,
+                  b.getArrayAttr({b.getStringAttr("loss")}));
+    Block *body = loss.addEntryBlock();
+    OpBuilder lb = OpBuilder::atBlockEnd(body);
+    IRMapping mapping;
+    mapping.map(main.getArguments(), body->getArguments().drop_back());
+    Value logits;
+    for (Operation &op : main.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        logits = mapping.lookup(ret.getOperand(0));
+        break;
+      }
+      lb.clone(op, mapping);
+    }
+    StepBuilder lossBuilder(lb, main.getLoc(), element);
+    func::ReturnOp::create(lb, main.getLoc(),
+                           lossBuilder.crossEntropy(logits,
+                                                    body->getArguments().back(),
+                                                    ignoreIndex));
+    FailureOr<func::FuncOp> grad =
+        buildGradientFunction(loss, "train_loss_grad");
+    if (failed(grad))
+      return failure();
+
+    // train_step: the gradient function's body, then the update.
+    SmallVector<unsigned> params;
+    for (unsigned i = 0; i < loss.getNumArguments(); ++i)
+      if (loss.getArgAttr(i, WeftDialect::kParamAttrName))
+        params.push_back(i);
+    SmallVector<Type> inputs(loss.getArgumentTypes());
+    SmallVector<DictionaryAttr> inputAttrs;
+    for (unsigned i = 0; i < loss.getNumArguments(); ++i)
+      inputAttrs.push_back(loss.getArgAttrDict(i));
+    auto scalarType = RankedTensorType::get({}, element);
+    auto addInput = [&](Type type, StringRef attr, StringRef name) {
+      inputs.push_back(type);
+      inputAttrs.push_back(
+          b.getDictionaryAttr(b.getNamedAttr(attr, b.getStringAttr(name))));
+      return inputs.size() - 1;
+    };
+    unsigned lrIndex = addInput(scalarType, WeftDialect::kInputAttrName, "lr");
+    bool adam = optimizer == "adamw";
+    unsigned bias1Index = 0, bias2Index = 0;
+    if (adam) {
+      bias1Index = addInput(scalarType, WeftDialect::kInputAttrName, "bias1");
+      bias2Index = addInput(scalarType, WeftDialect::kInputAttrName, "bias2");
+    }
+    // Optimizer state: Adam's two moments, or SGD's momentum buffer.
+    SmallVector<StringRef> stateKinds =
+        adam ? SmallVector<StringRef>{"m", "v"}
+             : SmallVector<StringRef>{"momentum"};
+    SmallVector<SmallVector<unsigned>> stateIndex(stateKinds.size());
+    for (auto [k, kind] : llvm::enumerate(stateKinds))
+      for (unsigned p : params)
+        stateIndex[k].push_back(addInput(
+            loss.getArgumentTypes()[p], WeftDialect::kStateAttrName,
+            (kind + ":" +
+             loss.getArgAttrOfType<StringAttr>(p, WeftDialect::kParamAttrName)
+                 .getValue())
+                .str()));
+
+    b.setInsertionPointAfter(*grad);
+    auto step = func::FuncOp::create(b, main.getLoc(), "train_step",
+                                     FunctionType::get(ctx, inputs, {}));
+    for (auto [i, attrs] : llvm::enumerate(inputAttrs))
+      step.setArgAttrs(i, attrs);
+    Block *stepBody = step.addEntryBlock();
+    OpBuilder sb = OpBuilder::atBlockEnd(stepBody);
+    IRMapping stepMapping;
+    stepMapping.map((*grad).getArguments(), stepBody->getArguments().take_front(
+                                                loss.getNumArguments()));
+    SmallVector<Value> gradResults;
+    for (Operation &op : (*grad).getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (Value v : ret.getOperands())
+          gradResults.push_back(stepMapping.lookup(v));
+        break;
+      }
+      sb.clone(op, stepMapping);
+    }
+    StepBuilder s(sb, main.getLoc(), element);
+    Value lossValue = gradResults[0];
+    ArrayRef<Value> grads = ArrayRef<Value>(gradResults).drop_front();
+
+    // Global gradient norm; clipping scales every gradient by
+    // min(1, clip / (norm + 1e-6)).
+    Value squares;
+    for (Value g : grads) {
+      Value sq = s.sumAll(s.mul(g, g));
+      squares = squares ? s.add(squares, sq) : sq;
+    }
+    Value norm = SqrtOp::create(sb, main.getLoc(), squares);
+    Value clipScale;
+    if (clipNorm > 0)
+      clipScale =
+          MinOp::create(sb, main.getLoc(), s.scalar(1.0),
+                        s.div(s.scalar(clipNorm), s.add(norm, s.scalar(1e-6))));
+
+    Value lr = stepBody->getArgument(lrIndex);
+    SmallVector<Value> results{lossValue, norm};
+    SmallVector<Attribute> names{b.getStringAttr("loss"),
+                                 b.getStringAttr("grad_norm")};
+    SmallVector<Value> newParams, newState[2];
+    for (auto [j, p] : llvm::enumerate(params)) {
+      Value param = stepBody->getArgument(p);
+      Value g = clipScale ? s.mul(grads[j], clipScale) : grads[j];
+      // Matrices decay; biases, norms and other vectors do not (as in GPT
+      // training recipes).
+      Value decayed = weightDecay != 0 && typeOf(param).getRank() >= 2
+                          ? s.mul(param, s.scalar(weightDecay))
+                          : Value();
+      Value update;
+      if (adam) {
+        Value m = stepBody->getArgument(stateIndex[0][j]);
+        Value v = stepBody->getArgument(stateIndex[1][j]);
+        Value m2 =
+            s.add(s.mul(m, s.scalar(beta1)), s.mul(g, s.scalar(1 - beta1)));
+        Value v2 = s.add(s.mul(v, s.scalar(beta2)),
+                         s.mul(s.mul(g, g), s.scalar(1 - beta2)));
+        Value mHat = s.div(m2, stepBody->getArgument(bias1Index));
+        Value vHat = s.div(v2, stepBody->getArgument(bias2Index));
+        update = s.div(mHat, s.add(SqrtOp::create(sb, main.getLoc(), vHat),
+                                   s.scalar(epsilon)));
+        // Decoupled weight decay (AdamW).
+        if (decayed)
+          update = s.add(update, decayed);
+        newState[0].push_back(m2);
+        newState[1].push_back(v2);
+      } else {
+        Value buffer = stepBody->getArgument(stateIndex[0][j]);
+        Value gd = decayed ? s.add(g, decayed) : g;
+        Value buffer2 = s.add(s.mul(buffer, s.scalar(momentum)), gd);
+        update = buffer2;
+        newState[0].push_back(buffer2);
+      }
+      newParams.push_back(s.sub(param, s.mul(update, lr)));
+    }
+    for (auto [j, p] : llvm::enumerate(params)) {
+      results.push_back(newParams[j]);
+      names.push_back(b.getStringAttr(
+          "param:" +
+          loss.getArgAttrOfType<StringAttr>(p, WeftDialect::kParamAttrName)
+              .getValue()));
+    }
+    for (auto [k, kind] : llvm::enumerate(stateKinds))
+      for (auto [j, p] : llvm::enumerate(params)) {
+        results.push_back(newState[k][j]);
+        names.push_back(b.getStringAttr(
+            "state:" + kind + ":" +
+            loss.getArgAttrOfType<StringAttr>(p, WeftDialect::kParamAttrName)
+                .getValue()));
+      }
+    func::ReturnOp::create(sb, main.getLoc(), results);
+    step.setType(
+        FunctionType::get(ctx, inputs, ValueRange(results).getTypes()));
+    step->setAttr(WeftDialect::kOutputsAttrName, b.getArrayAttr(names));
+    // train_loss_grad stays: it is the loss and gradient program
+    // (weftc --program=gradients).
+    loss.erase();
+    return success();
+  }
+};
+
+} // namespace
