@@ -5,7 +5,8 @@
 //   weft-manifest 2
 //   mesh <n> <name> <size>...          (partitioned models only)
 //   groups <n> <axes mask>...          (partitioned models only)
-//   buffer <input|param|output> <name> <dtype> <rank> <global dims...>
+//   optimizer <name> <beta1> <beta2> <vocab>   (training steps only)
+//   buffer <input|param|state|output> <name> <dtype> <rank> <global dims...>
 //          <sharding> [<offset> <shard stride>]
 // The sharding is a ShardSpec ("*" for a scalar). Params carry the byte
 // offset of their first shard in the weights file and the distance between
@@ -88,6 +89,9 @@ struct weft_model {
   std::vector<std::unique_ptr<Buffer>> buffers;
   MeshShape mesh;
   std::string meshText;
+  std::string optimizer;
+  double beta1 = 0, beta2 = 0;
+  int64_t vocab = 0;
   std::vector<int64_t> groups;
   int rank = -1;
   std::unique_ptr<Device> device = weft::runtime::createCpuDevice();
@@ -135,6 +139,11 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
     std::istringstream fields(line);
     std::string keyword;
     fields >> keyword;
+    if (keyword == "optimizer") {
+      fields >> model->optimizer >> model->beta1 >> model->beta2 >>
+          model->vocab;
+      continue;
+    }
     if (keyword == "mesh" || keyword == "groups") {
       size_t count = 0;
       fields >> count;
@@ -169,9 +178,12 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
     weft_buffer_info &info = buffer->info;
     info.role = role == "input"   ? WEFT_INPUT
                 : role == "param" ? WEFT_PARAM
+                : role == "state" ? WEFT_STATE
                                   : WEFT_OUTPUT;
     if (keyword != "buffer" || !parseDtype(dtype, info.dtype) ||
-        (role != "input" && role != "param" && role != "output") || !fields ||
+        (role != "input" && role != "param" && role != "output" &&
+         role != "state") ||
+        !fields ||
         !ShardSpec::parse(buffer->specText == "*" ? "" : buffer->specText, rank,
                           buffer->spec)) {
       setError(error, errorSize, "malformed manifest line: " + line);
@@ -287,6 +299,10 @@ int weft_model_set_rank(weft_model *model, int rank, char *error,
     } else if (buffer.info.role == WEFT_OUTPUT && !buffer.owned) {
       model->argv[i] = buffer.owned =
           model->device->allocate(buffer.info.local_bytes);
+    } else if (buffer.info.role == WEFT_STATE && !buffer.owned) {
+      model->argv[i] = buffer.owned =
+          model->device->allocate(buffer.info.local_bytes);
+      memset(buffer.owned, 0, buffer.info.local_bytes);
     }
   }
   return 0;
@@ -317,6 +333,30 @@ int weft_model_set_input(weft_model *model, size_t i, const void *data) {
   model->buffers[i]->bound = data;
   model->argv[i] = const_cast<void *>(data);
   return 0;
+}
+
+int weft_model_bind(weft_model *model, size_t i, void *data) {
+  if (i >= model->buffers.size() ||
+      (model->buffers[i]->info.role != WEFT_PARAM &&
+       model->buffers[i]->info.role != WEFT_STATE))
+    return -1;
+  model->argv[i] = data;
+  return 0;
+}
+
+void *weft_model_data(weft_model *model, size_t i) {
+  return i < model->argv.size() ? model->argv[i] : nullptr;
+}
+
+const char *weft_model_optimizer(const weft_model *model, double *beta1,
+                                 double *beta2, int64_t *vocab) {
+  if (vocab)
+    *vocab = model->vocab;
+  if (beta1)
+    *beta1 = model->beta1;
+  if (beta2)
+    *beta2 = model->beta2;
+  return model->optimizer.c_str();
 }
 
 void *weft_model_output(weft_model *model, size_t i) {

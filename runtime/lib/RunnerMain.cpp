@@ -16,6 +16,7 @@
 #include "weft/Collectives.h"
 #include "weft/ShardLayout.h"
 #include "weft/TensorFiles.h"
+#include "weft/Trainer.h"
 #include "weft/runtime.h"
 
 #include <algorithm>
@@ -170,6 +171,7 @@ int main(int argc, char **argv) {
   std::string weightsPath = defaultWeightsPath(argv[0]);
   std::map<std::string, std::string> inputs, outputs;
   int repeat = 1, threads = 0;
+  TrainOptions training;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     // `--flag VALUE` or `--flag=VALUE`.
@@ -193,14 +195,35 @@ int main(int argc, char **argv) {
     if (arg == "--help" || arg == "-h") {
       printf("usage: %s [--weights FILE] [--input NAME=FILE]... "
              "[--output NAME=FILE]... [--repeat N] [--threads N]\n"
+             "       %s --data TOKENS [--steps N] [--lr X] [--min-lr X] "
+             "[--warmup N] [--seed N] [--log FILE] [--print-every N]\n"
+             "         (a model compiled with weftc --train)\n"
              "       %s --print-mesh   (the mesh and its number of ranks)\n",
-             argv[0], argv[0]);
+             argv[0], argv[0], argv[0]);
       return 0;
     } else if (arg == "--print-mesh") {
       MeshShape mesh = parseMesh(manifestMesh());
       printf("%s %lld\n", mesh.sizes.empty() ? "-" : mesh.describe().c_str(),
              static_cast<long long>(mesh.numRanks()));
       return 0;
+    } else if (is("--data")) {
+      training.data = value("--data");
+    } else if (is("--steps")) {
+      training.steps = atoll(value("--steps").c_str());
+      if (training.steps < 1)
+        return fail("--steps needs a positive count");
+    } else if (is("--lr")) {
+      training.lr = atof(value("--lr").c_str());
+    } else if (is("--min-lr")) {
+      training.minLr = atof(value("--min-lr").c_str());
+    } else if (is("--warmup")) {
+      training.warmup = atoll(value("--warmup").c_str());
+    } else if (is("--seed")) {
+      training.seed = strtoull(value("--seed").c_str(), nullptr, 10);
+    } else if (is("--log")) {
+      training.log = value("--log");
+    } else if (is("--print-every")) {
+      training.printEvery = std::max(1LL, atoll(value("--print-every").c_str()));
     } else if (is("--weights")) {
       weightsPath = value("--weights");
     } else if (is("--repeat")) {
@@ -263,6 +286,17 @@ int main(int argc, char **argv) {
   world->createGroups(groups);
   if (weft_model_set_rank(model, world->rank, error, sizeof(error)) != 0)
     return fail(error);
+  if (*weft_model_optimizer(model, nullptr, nullptr, nullptr)) {
+    int status = train(model, weft_entry, *world, training);
+    recordExit(status);
+    if (status == 0) {
+      weft_model_close(model);
+      setCurrentWorld(nullptr);
+      world.reset();
+      stopWorld();
+    }
+    return status;
+  }
   auto specOf = [](const weft_buffer_info *info) {
     ShardSpec spec;
     ShardSpec::parse(std::string(info->sharding) == "*" ? "" : info->sharding,

@@ -365,7 +365,7 @@ int main(int argc, char **argv) {
   if (failed(described))
     return 1;
   std::vector<weft::EntryBuffer> buffers = std::move(*described);
-  std::string manifest = weft::buildManifest(buffers, meshOrNull);
+  std::string manifest = weft::buildManifest(main, buffers, meshOrNull);
   std::vector<std::string> collectives =
       mesh ? describeCollectives(*module, *mesh) : std::vector<std::string>{};
   // The C `main` of the executable is the runtime's.
@@ -377,6 +377,7 @@ int main(int argc, char **argv) {
   // The manifest now describes the buffers; bufferization changes the
   // signature these attributes describe.
   main->removeAttr(weft::WeftDialect::kOutputsAttrName);
+  main->removeAttr(weft::WeftDialect::kOptimizerAttrName);
   for (unsigned i = 0; i < main.getNumArguments(); ++i)
     main.setArgAttrs(i, ArrayRef<NamedAttribute>{});
   for (unsigned i = 0; i < main.getNumResults(); ++i)
@@ -387,7 +388,7 @@ int main(int argc, char **argv) {
     // Every rank runs the same program on same-shaped shards, so one set of
     // figures holds for each rank.
     uint64_t inputBytes = 0, outputBytes = 0, paramBytes = 0, wholeBytes = 0,
-             splitBytes = 0, splitWholeBytes = 0;
+             splitBytes = 0, splitWholeBytes = 0, stateBytes = 0;
     std::vector<const weft::EntryBuffer *> replicated;
     for (const weft::EntryBuffer &b : buffers) {
       uint64_t bytes = b.localBytes();
@@ -395,6 +396,8 @@ int main(int argc, char **argv) {
         inputBytes += bytes;
       else if (b.role == weft::EntryBuffer::Role::Output)
         outputBytes += bytes;
+      else if (b.role == weft::EntryBuffer::Role::State)
+        stateBytes += bytes;
       if (b.role != weft::EntryBuffer::Role::Param)
         continue;
       uint64_t whole = std::max(1u, b.type.getElementTypeBitWidth() / 8);
@@ -433,6 +436,8 @@ int main(int argc, char **argv) {
       }
       llvm::outs() << "\n";
     }
+    if (stateBytes)
+      llvm::outs() << "optimizer state: " << stateBytes << " bytes\n";
     llvm::outs() << "weights file: " << weightsBytes - 64
                  << " bytes (with 64-byte alignment)\ninputs: " << inputBytes
                  << " bytes\noutputs: " << outputBytes << " bytes\n";

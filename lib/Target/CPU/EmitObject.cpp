@@ -101,6 +101,10 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
             func.getArgAttrOfType<StringAttr>(i, WeftDialect::kParamAttrName)) {
       buffer.role = EntryBuffer::Role::Param;
       buffer.name = name.str();
+    } else if (auto state = func.getArgAttrOfType<StringAttr>(
+                   i, WeftDialect::kStateAttrName)) {
+      buffer.role = EntryBuffer::Role::State;
+      buffer.name = state.str();
     } else {
       buffer.role = EntryBuffer::Role::Input;
       auto inputName =
@@ -160,9 +164,23 @@ static std::string dtypeName(Type type) {
   return "i1";
 }
 
-std::string buildManifest(const std::vector<EntryBuffer> &buffers,
+std::string buildManifest(func::FuncOp func,
+                          const std::vector<EntryBuffer> &buffers,
                           const EntryMesh *mesh) {
   std::string manifest = "weft-manifest 2\n";
+  if (auto optimizer = func->getAttrOfType<DictionaryAttr>(
+          WeftDialect::kOptimizerAttrName)) {
+    auto number = [&](StringRef key) {
+      auto value = optimizer.getAs<FloatAttr>(key);
+      return value ? value.getValueAsDouble() : 0.0;
+    };
+    auto name = optimizer.getAs<StringAttr>("name");
+    auto vocab = optimizer.getAs<IntegerAttr>("vocab");
+    manifest += "optimizer " + (name ? name.str() : std::string("?")) + " " +
+                std::to_string(number("beta1")) + " " +
+                std::to_string(number("beta2")) + " " +
+                std::to_string(vocab ? vocab.getInt() : 0) + "\n";
+  }
   if (mesh) {
     manifest += "mesh " + std::to_string(mesh->sizes.size());
     for (auto [name, size] : llvm::zip(mesh->names, mesh->sizes))
@@ -176,6 +194,7 @@ std::string buildManifest(const std::vector<EntryBuffer> &buffers,
     manifest += "buffer ";
     manifest += b.role == EntryBuffer::Role::Input   ? "input "
                 : b.role == EntryBuffer::Role::Param ? "param "
+                : b.role == EntryBuffer::Role::State ? "state "
                                                      : "output ";
     manifest += escape(b.name) + " " + dtypeName(b.type.getElementType()) +
                 " " + std::to_string(b.type.getRank());

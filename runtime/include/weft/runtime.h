@@ -28,10 +28,13 @@ typedef enum weft_dtype {
   WEFT_BOOL = 6
 } weft_dtype;
 
+/* A state buffer is optimizer state: zeros at the start, fed back by the
+ * runner after each training step. */
 typedef enum weft_role {
   WEFT_INPUT = 0,
   WEFT_PARAM = 1,
-  WEFT_OUTPUT = 2
+  WEFT_OUTPUT = 2,
+  WEFT_STATE = 3
 } weft_role;
 
 /* One buffer of the entry function. In a partitioned model `shape` and
@@ -76,6 +79,15 @@ const weft_buffer_info *weft_model_buffer(const weft_model *model, size_t i);
 /* Binds the data of an input buffer: this rank's shard, local_bytes long
  * (not copied; must outlive the run). */
 int weft_model_set_input(weft_model *model, size_t i, const void *data);
+/* Binds other memory to a parameter or state buffer (a trainer's writable
+ * copy of the weights); local_bytes long, not copied. */
+int weft_model_bind(weft_model *model, size_t i, void *data);
+/* The data of a parameter or state buffer, as bound. */
+void *weft_model_data(weft_model *model, size_t i);
+/* A training step's optimizer ("adamw", "sgd"), Adam's betas and the
+ * vocabulary its labels index, or "" for another program. */
+const char *weft_model_optimizer(const weft_model *model, double *beta1,
+                                 double *beta2, int64_t *vocab);
 /* The data of an output buffer, valid until the model is closed. */
 void *weft_model_output(weft_model *model, size_t i);
 

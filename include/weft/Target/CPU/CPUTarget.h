@@ -34,7 +34,8 @@ void registerCPUPipelines();
 
 /// One buffer of the compiled entry: an argument of `main` or a result.
 struct EntryBuffer {
-  enum class Role { Input, Param, Output };
+  /// State: optimizer state, zeros at the start, fed back by the runner.
+  enum class Role { Input, Param, State, Output };
   Role role;
   std::string name;
   /// What the entry function sees: one rank's shard in a partitioned model.
@@ -73,8 +74,10 @@ describeEntry(mlir::func::FuncOp func, const EntryMesh *mesh,
 /// its collectives), or std::nullopt.
 std::optional<EntryMesh> describeMesh(mlir::ModuleOp module);
 
-/// The manifest text the runtime parses (see runtime/lib/Model.cpp).
-std::string buildManifest(const std::vector<EntryBuffer> &buffers,
+/// The manifest text the runtime parses (see runtime/lib/Model.cpp). A
+/// training step also records its optimizer (`weft.optimizer` on `func`).
+std::string buildManifest(mlir::func::FuncOp func,
+                          const std::vector<EntryBuffer> &buffers,
                           const EntryMesh *mesh);
 
 /// FNV-1a hash of the manifest; the weights file header carries it.

@@ -69,7 +69,16 @@ def WeftSerializeInnerLoop : Pass<"weft-serialize-inner-loop"> {
     collapses only the outer dims (recovering their indices with
     division), while the innermost loop keeps unit-stride accesses that
     LLVM vectorizes.
+
+    A nest with fewer than `min-parallel-work` innermost iterations in all
+    (static bounds) becomes sequential entirely: forking and joining a
+    parallel region would cost more than the loop.
   }];
+  let options = [
+    Option<"minParallelWork", "min-parallel-work", "int64_t",
+           /*default=*/"32768",
+           "Iterations below which a loop nest stays sequential">
+  ];
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 

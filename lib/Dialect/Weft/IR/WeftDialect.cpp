@@ -55,6 +55,13 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
              << " results but the function has " << func.getNumResults();
     return success();
   }
+  if (name == kOptimizerAttrName) {
+    if (!isa<FunctionOpInterface>(op) ||
+        !llvm::isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a dictionary on a function";
+    return success();
+  }
   if (name == kAxisNamesAttrName) {
     auto names = llvm::dyn_cast<ArrayAttr>(attr.getValue());
     if (!names ||

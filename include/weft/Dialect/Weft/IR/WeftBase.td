@@ -35,6 +35,10 @@ def Weft_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttrName = "weft.input";
     /// Argument attribute naming optimizer state ("m:<param>", a StringAttr).
     static constexpr ::llvm::StringLiteral kStateAttrName = "weft.state";
+    /// Function attribute of a training step: its optimizer (a dictionary:
+    /// name, beta1, beta2).
+    static constexpr ::llvm::StringLiteral kOptimizerAttrName =
+        "weft.optimizer";
     /// Function attribute naming the results (an ArrayAttr of StringAttr).
     static constexpr ::llvm::StringLiteral kOutputsAttrName = "weft.outputs";
     /// Module attribute: path of the file holding the weights.

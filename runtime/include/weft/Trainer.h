@@ -1,0 +1,33 @@
+//===- Trainer.h - The training loop of a compiled training step -*- C++ -*-===//
+
+#ifndef WEFT_RUNTIME_TRAINER_H
+#define WEFT_RUNTIME_TRAINER_H
+
+#include "weft/Collectives.h"
+#include "weft/runtime.h"
+
+#include <cstdint>
+#include <string>
+
+namespace weft::runtime {
+
+struct TrainOptions {
+  std::string data;     // little-endian uint16 tokens
+  int64_t steps = 100;
+  double lr = 3e-4;     // peak learning rate
+  double minLr = -1;    // end of the cosine decay (default lr / 10)
+  int64_t warmup = 0;   // steps of linear warmup
+  uint64_t seed = 1;    // batches depend on the seed and the step only
+  std::string log;      // metrics, one JSON object per step
+  int64_t printEvery = 10;
+};
+
+/// Runs `options.steps` training steps of `model` (compiled with
+/// `weftc --train`) as this rank of `world`. Rank 0 prints and logs.
+/// Returns the process exit code; errors are one line naming the rank.
+int train(weft_model *model, void (*entry)(void **), const World &world,
+          const TrainOptions &options);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_TRAINER_H

@@ -1,0 +1,217 @@
+//===- Trainer.cpp - The training loop of a compiled training step --------===//
+//
+// A model compiled with `weftc --train` computes one step:
+//   (input_ids, labels, lr, [bias1, bias2], params, state)
+//     -> (loss, grad_norm, param:<name>..., state:<kind>:<name>...)
+// The trainer keeps writable copies of this rank's parameter shards, feeds
+// each step's new parameters and state back, draws batches from a token
+// file and schedules the learning rate (linear warmup, cosine decay).
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Trainer.h"
+#include "weft/ShardLayout.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <vector>
+
+namespace weft::runtime {
+namespace {
+
+int fail(int rank, const std::string &message) {
+  fprintf(stderr, "error: rank %d: %s\n", rank, message.c_str());
+  return 1;
+}
+
+/// splitmix64: batches depend on the seed and step only.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+double learningRate(const TrainOptions &options, int64_t step) {
+  double minLr = options.minLr >= 0 ? options.minLr : options.lr / 10;
+  if (step <= options.warmup)
+    return options.lr * step / std::max<int64_t>(1, options.warmup);
+  double progress = double(step - options.warmup) /
+                    std::max<int64_t>(1, options.steps - options.warmup);
+  return minLr + 0.5 * (options.lr - minLr) * (1 + std::cos(M_PI * progress));
+}
+
+ShardSpec specOf(const weft_buffer_info *info) {
+  ShardSpec spec;
+  ShardSpec::parse(std::string(info->sharding) == "*" ? "" : info->sharding,
+                   info->rank, spec);
+  return spec;
+}
+
+} // namespace
+
+int train(weft_model *model, void (*entry)(void **), const World &world,
+          const TrainOptions &options) {
+  int rank = world.rank;
+  const MeshShape &mesh = world.mesh;
+  double beta1 = 0, beta2 = 0;
+  int64_t vocab = 0;
+  std::string optimizer = weft_model_optimizer(model, &beta1, &beta2, &vocab);
+
+  // Buffers by role and name.
+  std::map<std::string, size_t> inputs, params, states, outputs;
+  for (size_t i = 0; i < weft_model_num_buffers(model); ++i) {
+    const weft_buffer_info *info = weft_model_buffer(model, i);
+    auto &table = info->role == WEFT_INPUT   ? inputs
+                  : info->role == WEFT_PARAM ? params
+                  : info->role == WEFT_STATE ? states
+                                             : outputs;
+    table[info->name] = i;
+  }
+  for (const char *name : {"input_ids", "labels", "lr"})
+    if (!inputs.count(name))
+      return fail(rank, std::string("the training step has no input '") +
+                            name + "'");
+  const weft_buffer_info *idsInfo = weft_model_buffer(model, inputs["input_ids"]);
+  if (idsInfo->rank != 2)
+    return fail(rank, "input_ids must be [batch, seq]");
+  int64_t batch = idsInfo->shape[0], seq = idsInfo->shape[1];
+
+  // The corpus: little-endian uint16 tokens.
+  std::ifstream file(options.data, std::ios::binary | std::ios::ate);
+  if (options.data.empty() || !file)
+    return fail(rank, "cannot read the token file '" + options.data +
+                          "' (pass --data FILE)");
+  std::vector<uint16_t> tokens(size_t(file.tellg()) / 2);
+  file.seekg(0);
+  file.read(reinterpret_cast<char *>(tokens.data()), tokens.size() * 2);
+  if (int64_t(tokens.size()) < seq + 2)
+    return fail(rank, "the token file '" + options.data + "' has " +
+                          std::to_string(tokens.size()) +
+                          " tokens; a sequence needs " +
+                          std::to_string(seq + 1));
+  for (size_t t = 0; t < tokens.size(); ++t)
+    if (vocab && tokens[t] >= vocab)
+      return fail(rank, "token " + std::to_string(tokens[t]) + " at position " +
+                            std::to_string(t) + " of '" + options.data +
+                            "' is outside the vocabulary (" +
+                            std::to_string(vocab) + ")");
+
+  // Writable copies of this rank's parameter shards.
+  std::vector<std::vector<char>> paramCopies;
+  for (auto &[name, i] : params) {
+    const weft_buffer_info *info = weft_model_buffer(model, i);
+    const char *mapped = static_cast<const char *>(weft_model_data(model, i));
+    paramCopies.emplace_back(mapped, mapped + info->local_bytes);
+    weft_model_bind(model, i, paramCopies.back().data());
+  }
+  // Each fed-back output and the buffer it replaces.
+  std::vector<std::pair<size_t, size_t>> feedback;
+  for (auto &[name, out] : outputs) {
+    size_t colon = name.find(':');
+    std::string kind = name.substr(0, colon), target = name.substr(colon + 1);
+    if (colon == std::string::npos || (kind != "param" && kind != "state"))
+      continue;
+    auto &table = kind == "param" ? params : states;
+    auto it = table.find(target);
+    if (it == table.end())
+      return fail(rank, "output '" + name + "' has no " + kind + " to update");
+    const weft_buffer_info *from = weft_model_buffer(model, out);
+    const weft_buffer_info *to = weft_model_buffer(model, it->second);
+    if (from->local_bytes != to->local_bytes ||
+        std::string(from->sharding) != to->sharding)
+      return fail(rank, "output '" + name + "' is split as '" +
+                            from->sharding + "' but its " + kind +
+                            " is split as '" + to->sharding + "'");
+    feedback.emplace_back(out, it->second);
+  }
+
+  std::vector<int64_t> ids(batch * seq), labels(batch * seq);
+  std::vector<char> idsShard(idsInfo->local_bytes),
+      labelsShard(weft_model_buffer(model, inputs["labels"])->local_bytes);
+  float lr = 0, bias1 = 1, bias2 = 1;
+  auto bindInput = [&](const char *name, const void *whole,
+                       std::vector<char> *shard) {
+    size_t i = inputs[name];
+    const weft_buffer_info *info = weft_model_buffer(model, i);
+    ShardSpec spec = specOf(info);
+    if (spec.isReplicated() || !shard) {
+      weft_model_set_input(model, i, whole);
+      return;
+    }
+    spec.extract(whole, shard->data(),
+                 std::vector<int64_t>(info->shape, info->shape + info->rank),
+                 weft_dtype_size(info->dtype),
+                 spec.shardIndex(world.coordinates, mesh), mesh);
+    weft_model_set_input(model, i, shard->data());
+  };
+  bindInput("lr", &lr, nullptr);
+  if (inputs.count("bias1"))
+    bindInput("bias1", &bias1, nullptr);
+  if (inputs.count("bias2"))
+    bindInput("bias2", &bias2, nullptr);
+
+  FILE *log = nullptr;
+  if (!options.log.empty() && rank == 0 && !(log = fopen(options.log.c_str(), "w")))
+    return fail(rank, "cannot write the log '" + options.log + "'");
+  char error[1024];
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    // The batch: `batch` windows of seq + 1 tokens at seeded offsets.
+    for (int64_t b = 0; b < batch; ++b) {
+      uint64_t offset = mix(mix(options.seed) ^ mix(step * 1000003 + b)) %
+                        (tokens.size() - seq - 1);
+      for (int64_t s = 0; s < seq; ++s) {
+        ids[b * seq + s] = tokens[offset + s];
+        labels[b * seq + s] = tokens[offset + s + 1];
+      }
+    }
+    bindInput("input_ids", ids.data(), &idsShard);
+    bindInput("labels", labels.data(), &labelsShard);
+    lr = float(learningRate(options, step));
+    bias1 = float(1 - std::pow(beta1, double(step)));
+    bias2 = float(1 - std::pow(beta2, double(step)));
+    auto start = std::chrono::steady_clock::now();
+    if (weft_model_run(model, entry, error, sizeof(error)) < 0)
+      return fail(rank, error);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    float loss = *static_cast<float *>(weft_model_output(model, outputs["loss"]));
+    float norm = outputs.count("grad_norm")
+                     ? *static_cast<float *>(
+                           weft_model_output(model, outputs["grad_norm"]))
+                     : 0.0f;
+    if (!std::isfinite(loss))
+      return fail(rank, "step " + std::to_string(step) + ": the loss is " +
+                            (std::isnan(loss) ? "NaN" : "infinite") +
+                            "; the parameters of step " +
+                            std::to_string(step - 1) + " are kept");
+    for (auto [out, target] : feedback)
+      memcpy(weft_model_data(model, target), weft_model_output(model, out),
+             weft_model_buffer(model, out)->local_bytes);
+    if (rank != 0)
+      continue;
+    double tokensPerSecond = batch * seq / seconds;
+    if (step % options.printEvery == 0 || step == 1 || step == options.steps)
+      printf("step %4lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f "
+             "tok/s\n",
+             static_cast<long long>(step),
+             static_cast<long long>(options.steps), loss, lr, norm,
+             tokensPerSecond);
+    if (log)
+      fprintf(log,
+              "{\"step\": %lld, \"loss\": %.7g, \"lr\": %.7g, \"grad_norm\": "
+              "%.7g, \"tokens_per_s\": %.1f}\n",
+              static_cast<long long>(step), loss, lr, norm, tokensPerSecond);
+    fflush(stdout);
+  }
+  if (log)
+    fclose(log);
+  return 0;
+}
+
+} // namespace weft::runtime
