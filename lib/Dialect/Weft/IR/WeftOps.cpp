@@ -449,7 +449,8 @@ struct AddBiasToLinear : public OpRewritePattern<AddOp> {
                                 PatternRewriter &rewriter) const override {
     for (auto [product, bias] : {std::pair(add.getLhs(), add.getRhs()),
                                  std::pair(add.getRhs(), add.getLhs())}) {
-      if (!product.hasOneUse() || product.getType() != add.getType())
+      if (!product.hasOneUse() || product.getType() != add.getType() ||
+          add.getType().getRank() == 0)
         continue;
       auto biasType = rankedType(bias);
       int64_t n = add.getType().getShape().back();
