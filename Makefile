@@ -62,6 +62,10 @@ demo: build
 	$(BUILD)/bin/weftc $(DEMO_DIR)/gpt2.onnx --mesh tp=2 --parallel megatron --sequence-parallel --report -o $(DEMO_DIR)/gpt2_tp2
 	@echo "== the same model on 2 ranks (Megatron tensor + sequence parallelism over MPI): same prediction"
 	@python3 utils/demo_predict.py $(DEMO_DIR)/gpt2_tp2 --launcher $(BUILD)/bin/weft-run --seq $(DEMO_SEQ) --prompt "$(DEMO_PROMPT)"
+	@echo "== training the same model (batch 8) on tiny Shakespeare, 4 ranks: dp=2 x tp=2, AdamW, 200 steps"
+	python3 utils/gen_gpt2.py --seq $(DEMO_SEQ) --batch 8 -o $(DEMO_DIR)/gpt2_train.onnx
+	$(BUILD)/bin/weftc $(DEMO_DIR)/gpt2_train.onnx --train --mesh dp=2,tp=2 --parallel dp,megatron -o $(DEMO_DIR)/gpt2_train
+	$(BUILD)/bin/weft-run $(DEMO_DIR)/gpt2_train --data data/tinyshakespeare.tokens --steps 200 --lr 3e-3 --warmup 20 --print-every 20 --log $(DEMO_DIR)/train.jsonl
 
 # The op and pass reference, generated from TableGen into docs/generated/.
 docs: build

@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Compares the per-step losses of two training logs (JSONL, as written by
+`--log`): every step of the first N must agree within --rtol relative.
+Prints the largest difference and one line per disagreeing step."""
+
+import argparse
+import json
+import sys
+
+
+def losses(path):
+    with open(path) as f:
+        return {row["step"]: row["loss"] for row in map(json.loads, f)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("reference")
+    parser.add_argument("other")
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--rtol", type=float, default=1e-3)
+    args = parser.parse_args()
+    a, b = losses(args.reference), losses(args.other)
+    worst, bad = 0.0, 0
+    for step in range(1, args.steps + 1):
+        if step not in a or step not in b:
+            print(f"step {step}: missing")
+            bad += 1
+            continue
+        difference = abs(a[step] - b[step]) / abs(a[step])
+        worst = max(worst, difference)
+        if difference > args.rtol:
+            print(f"step {step}: {a[step]} vs {b[step]}")
+            bad += 1
+    print(f"{args.steps} steps, largest relative difference {worst:.2e}, "
+          f"{bad} over {args.rtol:g}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
