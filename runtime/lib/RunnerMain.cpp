@@ -223,7 +223,8 @@ int main(int argc, char **argv) {
     } else if (is("--log")) {
       training.log = value("--log");
     } else if (is("--print-every")) {
-      training.printEvery = std::max(1LL, atoll(value("--print-every").c_str()));
+      training.printEvery =
+          std::max(1LL, atoll(value("--print-every").c_str()));
     } else if (is("--weights")) {
       weightsPath = value("--weights");
     } else if (is("--repeat")) {

@@ -74,9 +74,10 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   }
   for (const char *name : {"input_ids", "labels", "lr"})
     if (!inputs.count(name))
-      return fail(rank, std::string("the training step has no input '") +
-                            name + "'");
-  const weft_buffer_info *idsInfo = weft_model_buffer(model, inputs["input_ids"]);
+      return fail(rank,
+                  std::string("the training step has no input '") + name + "'");
+  const weft_buffer_info *idsInfo =
+      weft_model_buffer(model, inputs["input_ids"]);
   if (idsInfo->rank != 2)
     return fail(rank, "input_ids must be [batch, seq]");
   int64_t batch = idsInfo->shape[0], seq = idsInfo->shape[1];
@@ -124,9 +125,9 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     const weft_buffer_info *to = weft_model_buffer(model, it->second);
     if (from->local_bytes != to->local_bytes ||
         std::string(from->sharding) != to->sharding)
-      return fail(rank, "output '" + name + "' is split as '" +
-                            from->sharding + "' but its " + kind +
-                            " is split as '" + to->sharding + "'");
+      return fail(rank, "output '" + name + "' is split as '" + from->sharding +
+                            "' but its " + kind + " is split as '" +
+                            to->sharding + "'");
     feedback.emplace_back(out, it->second);
   }
 
@@ -156,7 +157,8 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     bindInput("bias2", &bias2, nullptr);
 
   FILE *log = nullptr;
-  if (!options.log.empty() && rank == 0 && !(log = fopen(options.log.c_str(), "w")))
+  if (!options.log.empty() && rank == 0 &&
+      !(log = fopen(options.log.c_str(), "w")))
     return fail(rank, "cannot write the log '" + options.log + "'");
   char error[1024];
   for (int64_t step = 1; step <= options.steps; ++step) {
@@ -180,7 +182,8 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    float loss = *static_cast<float *>(weft_model_output(model, outputs["loss"]));
+    float loss =
+        *static_cast<float *>(weft_model_output(model, outputs["loss"]));
     float norm = outputs.count("grad_norm")
                      ? *static_cast<float *>(
                            weft_model_output(model, outputs["grad_norm"]))

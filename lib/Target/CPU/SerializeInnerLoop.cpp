@@ -2,8 +2,8 @@
 
 #include "weft/Target/CPU/Passes.h"
 
-#include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace weft {
@@ -32,24 +32,22 @@ int64_t innerWork(Region &region, int64_t limit);
 int64_t loopWork(Operation *op, int64_t limit) {
   int64_t trips = 1;
   if (auto loop = dyn_cast<scf::ForOp>(op)) {
-    std::optional<int64_t> n = tripCount(loop.getLowerBound(),
-                                         loop.getUpperBound(), loop.getStep());
+    std::optional<int64_t> n =
+        tripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
     if (!n)
       return limit;
     trips = *n;
   } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
     for (unsigned i = 0; i < loop.getNumLoops(); ++i) {
-      std::optional<int64_t> n =
-          tripCount(loop.getLowerBound()[i], loop.getUpperBound()[i],
-                    loop.getStep()[i]);
+      std::optional<int64_t> n = tripCount(
+          loop.getLowerBound()[i], loop.getUpperBound()[i], loop.getStep()[i]);
       if (!n)
         return limit;
       trips = std::min(limit, trips * *n);
     }
   }
-  return std::min(limit,
-                  trips * std::max<int64_t>(1, innerWork(op->getRegion(0),
-                                                         limit)));
+  return std::min(
+      limit, trips * std::max<int64_t>(1, innerWork(op->getRegion(0), limit)));
 }
 
 int64_t innerWork(Region &region, int64_t limit) {
@@ -102,10 +100,9 @@ struct WeftSerializeInnerLoopPass
       rewriter.setInsertionPointToStart(outer.getBody());
     }
     for (unsigned i = first; i < loop.getNumLoops(); ++i) {
-      auto inner = scf::ForOp::create(rewriter, loop.getLoc(),
-                                      loop.getLowerBound()[i],
-                                      loop.getUpperBound()[i],
-                                      loop.getStep()[i]);
+      auto inner =
+          scf::ForOp::create(rewriter, loop.getLoc(), loop.getLowerBound()[i],
+                             loop.getUpperBound()[i], loop.getStep()[i]);
       ivs.push_back(inner.getInductionVar());
       rewriter.setInsertionPoint(inner.getBody()->getTerminator());
     }

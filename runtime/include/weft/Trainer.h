@@ -1,4 +1,5 @@
-//===- Trainer.h - The training loop of a compiled training step -*- C++ -*-===//
+//===- Trainer.h - The training loop of a compiled training step -*- C++
+//-*-===//
 
 #ifndef WEFT_RUNTIME_TRAINER_H
 #define WEFT_RUNTIME_TRAINER_H
@@ -12,13 +13,13 @@
 namespace weft::runtime {
 
 struct TrainOptions {
-  std::string data;     // little-endian uint16 tokens
+  std::string data; // little-endian uint16 tokens
   int64_t steps = 100;
-  double lr = 3e-4;     // peak learning rate
-  double minLr = -1;    // end of the cosine decay (default lr / 10)
-  int64_t warmup = 0;   // steps of linear warmup
-  uint64_t seed = 1;    // batches depend on the seed and the step only
-  std::string log;      // metrics, one JSON object per step
+  double lr = 3e-4;   // peak learning rate
+  double minLr = -1;  // end of the cosine decay (default lr / 10)
+  int64_t warmup = 0; // steps of linear warmup
+  uint64_t seed = 1;  // batches depend on the seed and the step only
+  std::string log;    // metrics, one JSON object per step
   int64_t printEvery = 10;
 };
 

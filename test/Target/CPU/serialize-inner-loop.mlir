@@ -1,4 +1,4 @@
-// RUN: weft-opt %s -split-input-file -weft-serialize-inner-loop | FileCheck %s
+// RUN: weft-opt %s -split-input-file -weft-serialize-inner-loop="min-parallel-work=1" | FileCheck %s
 
 // CHECK-LABEL: func.func @scale
 // CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1)

@@ -157,6 +157,25 @@ struct Local {
   TensorSharding sharding;
 };
 
+/// False when splitting reduction `factor` of `op` into `parts` pads one of
+/// its dims and no parameter (zero-padded in the weights file) takes part.
+bool sumsOverPaddingSafely(Operation *op, const OpShardingRule &rule,
+                           int64_t factor, int64_t parts) {
+  bool padded = false, weight = false;
+  auto func = op->getParentOfType<func::FuncOp>();
+  for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+    for (auto [dim, f] : llvm::enumerate(rule.operandFactors[index])) {
+      if (f != factor)
+        continue;
+      padded |= tensorType(operand).getDimSize(dim) % parts != 0;
+      auto arg = llvm::dyn_cast<BlockArgument>(operand);
+      weight |=
+          arg && func &&
+          func.getArgAttr(arg.getArgNumber(), WeftDialect::kParamAttrName);
+    }
+  return !padded || weight;
+}
+
 /// A choice of how to split an op's factors, with what it implies.
 struct OpPlan {
   SmallVector<std::optional<DimSharding>> factors;
@@ -188,9 +207,6 @@ private:
   Value truncateTo(Value value, int64_t dim, int64_t size, Location loc);
   OpPlan planOp(Operation *op, const OpShardingRule &rule, bool resultsFirst);
   LogicalResult partitionOp(Operation *op);
-  LogicalResult checkPaddedContractions(Operation *op,
-                                        const OpShardingRule &rule,
-                                        const OpPlan &plan);
   LogicalResult partitionLinearWithSplitBias(LinearOp op, const OpPlan &plan,
                                              ArrayRef<Value> operands);
   LogicalResult partitionVocabGather(GatherOp op, const OpPlan &plan,
@@ -349,6 +365,12 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
     if (factor < 0 || plan.factors[factor] ||
         rule.kinds[factor] == FactorKind::Whole)
       return;
+    // A sum over an uneven (padded) split would add the padding too; that
+    // is sound only when a weight, whose padding is zeros, takes part.
+    // Otherwise the operands are gathered first.
+    if (rule.kinds[factor] == FactorKind::Reduction &&
+        !sumsOverPaddingSafely(op, rule, factor, mesh.size(sharding.axes)))
+      return;
     for (MeshAxis axis : sharding.axes)
       if (llvm::is_contained(used, axis))
         return;
@@ -448,8 +470,6 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       plan.results.push_back(
           TensorSharding::replicated(tensorType(result).getRank()));
   }
-  if (rule && failed(checkPaddedContractions(op, *rule, plan)))
-    return failure();
   SmallVector<Value> operands;
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     FailureOr<Value> local = reshard(operand, plan.operands[index], op);
@@ -499,35 +519,6 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   }
   for (auto [index, result] : llvm::enumerate(op->getResults()))
     locals[result] = {local->getResult(index), plan.results[index]};
-  return success();
-}
-
-/// A contraction over a padded (uneven) split sums the padding too. That is
-/// sound when a weight takes part, since its padding is zeros; two
-/// activations may carry anything there.
-LogicalResult Partitioner::checkPaddedContractions(Operation *op,
-                                                   const OpShardingRule &rule,
-                                                   const OpPlan &plan) {
-  for (auto [factor, sharding] : llvm::enumerate(plan.factors)) {
-    if (!sharding || rule.kinds[factor] != FactorKind::Reduction)
-      continue;
-    int64_t parts = mesh.size(sharding->axes);
-    bool padded = false, zeroPadded = false;
-    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
-      for (auto [dim, f] : llvm::enumerate(rule.operandFactors[index])) {
-        if (f != static_cast<int64_t>(factor))
-          continue;
-        padded |= tensorType(operand).getDimSize(dim) % parts != 0;
-        auto arg = llvm::dyn_cast<BlockArgument>(operand);
-        zeroPadded |= arg && func.getArgAttr(arg.getArgNumber(),
-                                             WeftDialect::kParamAttrName);
-      }
-    if (padded && !zeroPadded)
-      return op->emitError()
-             << "cannot contract over a dim split unevenly over mesh axis '"
-             << mesh.describe(sharding->axes)
-             << "': no weight supplies zeros for its padding";
-  }
   return success();
 }
 

@@ -562,8 +562,11 @@ std::optional<OpShardingRule> weft::getShardingRule(Operation *op) {
   }
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(
           op)) {
-    // Reduced dims stay whole (only a sum would survive a split).
+    // A sum over a split dim leaves partial sums; the other reductions (a
+    // mean divides by the local count) need their reduced dims whole.
     OpShardingRule rule = emptyRule(op);
+    FactorKind reducedKind =
+        isa<ReduceSumOp>(op) ? FactorKind::Reduction : FactorKind::Whole;
     ArrayRef<int64_t> axes =
         op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
     bool keepdims = op->hasAttr("keepdims");
@@ -574,7 +577,8 @@ std::optional<OpShardingRule> weft::getShardingRule(Operation *op) {
         int64_t factor = rule.addFactor(FactorKind::Parallel);
         rule.operandFactors[0][d] = factor;
         rule.resultFactors[0][resultDim] = factor;
-      }
+      } else
+        rule.operandFactors[0][d] = rule.addFactor(reducedKind);
       if (!reduced || keepdims)
         ++resultDim;
     }

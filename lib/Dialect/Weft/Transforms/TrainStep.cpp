@@ -299,13 +299,14 @@ struct WeftDeriveTrainStepPass
     step.setType(
         FunctionType::get(ctx, inputs, ValueRange(results).getTypes()));
     step->setAttr(WeftDialect::kOutputsAttrName, b.getArrayAttr(names));
-    step->setAttr(WeftDialect::kOptimizerAttrName,
-                  b.getDictionaryAttr(
-                      {b.getNamedAttr("name", b.getStringAttr(optimizer)),
-                       b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
-                       b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
-                       b.getNamedAttr("vocab", b.getI64IntegerAttr(
-                                                   logitsType.getShape().back()))}));
+    step->setAttr(
+        WeftDialect::kOptimizerAttrName,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("name", b.getStringAttr(optimizer)),
+             b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
+             b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
+             b.getNamedAttr(
+                 "vocab", b.getI64IntegerAttr(logitsType.getShape().back()))}));
     // train_loss_grad stays: it is the loss and gradient program
     // (weftc --program=gradients).
     loss.erase();
