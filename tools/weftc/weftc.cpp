@@ -100,6 +100,9 @@ static cl::opt<double>
     clipNorm("clip-norm",
              cl::desc("Clip the global gradient norm (default 1; 0: off)"),
              cl::init(1.0), cl::cat(category));
+static cl::opt<unsigned>
+    zeroStage("zero", cl::desc("ZeRO stage over dp for --train: 1, 2 or 3"),
+              cl::init(0), cl::cat(category));
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipelines"),
                                    cl::cat(category));
@@ -309,6 +312,7 @@ int main(int argc, char **argv) {
     presets.mesh = meshOption;
     presets.parallel.assign(parallel.begin(), parallel.end());
     presets.sequenceParallel = sequenceParallel;
+    presets.zero = zeroStage;
     spmdPasses.addPass(weft::createWeftShardPresets(presets));
     spmdPasses.addPass(
         weft::createWeftPropagateSharding({/*padUneven=*/padUneven}));

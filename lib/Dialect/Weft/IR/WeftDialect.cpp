@@ -74,7 +74,7 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be an integer";
     return success();
   }
-  if (name == kBlocksAttrName) {
+  if (name == kBlocksAttrName || name == kPinnedDimsAttrName) {
     if (!llvm::isa<DenseI64ArrayAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be an i64 array";
     return success();

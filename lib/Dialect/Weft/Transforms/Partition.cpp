@@ -632,8 +632,9 @@ LogicalResult Partitioner::partitionReturn(func::ReturnOp op) {
   SmallVector<Value> results;
   SmallVector<Attribute> shardings;
   for (Value operand : op.getOperands()) {
-    TensorSharding whole = locals.at(operand).sharding;
-    whole.partial.clear();
+    // A result takes the sharding propagation chose for it (a training
+    // step's new parameters: their argument's).
+    TensorSharding whole = desiredOf(operand);
     FailureOr<Value> local = reshard(operand, whole, op);
     if (failed(local))
       return failure();

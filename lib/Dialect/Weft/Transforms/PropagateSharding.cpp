@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
 
@@ -55,15 +56,20 @@ public:
   /// Seeds `value` with an annotation; fails (with an error at `where`) on
   /// a dim that does not divide.
   LogicalResult seed(Value value, const TensorSharding &sharding,
-                     int64_t priority, Operation *where) {
+                     int64_t priority, ArrayRef<int64_t> pinned,
+                     Operation *where) {
     SmallVector<DimState> &state = stateOf(value);
     for (auto [dim, dimSharding] : llvm::enumerate(sharding.dims)) {
       if (dim >= state.size())
         continue;
-      // A user's annotation also pins the dims it keeps whole.
+      // A user's annotation also pins the dims it keeps whole; a preset's
+      // pins the ones it lists.
       if (!dimSharding.isSplit()) {
-        if (priority == 0)
-          state[dim] = {dimSharding, 0};
+        if ((priority == 0 || llvm::is_contained(pinned, int64_t(dim))) &&
+            state[dim].priority > priority) {
+          state[dim] = {dimSharding, priority};
+          maxPriority = std::max(maxPriority, priority);
+        }
         continue;
       }
       if (failed(checkDivisible(value, dim, dimSharding, where)))
@@ -94,9 +100,64 @@ public:
         for (Operation *op : llvm::reverse(ops))
           if (failed(propagate(op, round, changed)))
             return failure();
+        for (auto [result, argument] : ties)
+          tie(result, argument, round, changed);
       }
     }
     return success();
+  }
+
+  /// A training step's result `param:<name>` (or `state:<kind>:<name>`)
+  /// replaces its argument: the two must be split alike, so that the
+  /// runner can feed one back as the other.
+  void collectTies(func::FuncOp func) {
+    auto names = func->getAttrOfType<ArrayAttr>(WeftDialect::kOutputsAttrName);
+    auto ret = dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    if (!names || !ret || names.size() != ret.getNumOperands())
+      return;
+    for (auto [index, attr] : llvm::enumerate(names)) {
+      StringRef name = llvm::cast<StringAttr>(attr).getValue();
+      StringRef argAttr;
+      if (name.consume_front("param:"))
+        argAttr = WeftDialect::kParamAttrName;
+      else if (name.consume_front("state:"))
+        argAttr = WeftDialect::kStateAttrName;
+      else
+        continue;
+      for (BlockArgument arg : func.getArguments()) {
+        auto argName =
+            func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), argAttr);
+        if (argName && argName.getValue() == name &&
+            arg.getType() == ret.getOperand(index).getType())
+          ties.emplace_back(ret.getOperand(index), arg);
+      }
+    }
+  }
+
+  void tie(Value result, Value argument, int64_t round, bool &changed) {
+    SmallVector<DimState> &a = stateOf(result), &b = stateOf(argument);
+    for (size_t dim = 0; dim < a.size(); ++dim) {
+      // The stronger side wins; on a tie the argument does (the result is
+      // what the runner feeds back into it).
+      DimState &strong = a[dim].priority < b[dim].priority ? a[dim] : b[dim];
+      DimState &weak = &strong == &a[dim] ? b[dim] : a[dim];
+      if (strong.priority > round || strong.priority == kUnset ||
+          weak.priority < strong.priority ||
+          (weak.priority == strong.priority &&
+           (&weak == &b[dim] || weak.sharding == strong.sharding)))
+        continue;
+      SmallVector<DimState> &weakTensor = &weak == &a[dim] ? a : b;
+      bool axisTaken = false;
+      for (size_t other = 0; other < weakTensor.size(); ++other)
+        if (other != dim && weakTensor[other].priority != kUnset)
+          for (MeshAxis axis : strong.sharding.axes)
+            axisTaken |=
+                llvm::is_contained(weakTensor[other].sharding.axes, axis);
+      if (axisTaken)
+        continue;
+      weak = strong;
+      changed = true;
+    }
   }
 
   TensorSharding shardingOf(Value value) {
@@ -221,6 +282,7 @@ private:
 
   const Mesh &mesh;
   bool padUneven;
+  SmallVector<std::pair<Value, Value>> ties;
   llvm::DenseMap<Value, SmallVector<DimState>> states;
   int64_t maxPriority = 0;
 };
@@ -267,9 +329,11 @@ struct WeftPropagateShardingPass
       Value annotated = annotation.getSrc();
       while (auto inner = annotated.getDefiningOp<shard::ShardOp>())
         annotated = inner.getSrc();
-      if (failed(propagation.seed(annotated, sharding,
-                                  priority ? priority.getInt() : 0,
-                                  annotation)))
+      auto pinned = annotation->getAttrOfType<DenseI64ArrayAttr>(
+          WeftDialect::kPinnedDimsAttrName);
+      if (failed(propagation.seed(
+              annotated, sharding, priority ? priority.getInt() : 0,
+              pinned ? pinned.asArrayRef() : ArrayRef<int64_t>(), annotation)))
         return failure();
     }
     // The annotations are folded into the state; drop them so that every
@@ -281,6 +345,7 @@ struct WeftPropagateShardingPass
       if (sharding.use_empty())
         sharding.getDefiningOp()->erase();
     }
+    propagation.collectTies(func);
     if (failed(propagation.run(func)))
       return failure();
 

@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTSHARDPRESETS
@@ -151,6 +152,12 @@ struct WeftShardPresetsPass
           return signalPassFailure();
         annotateSequenceParallel(annotator, func, *tp);
       }
+      if (zero > 0) {
+        std::optional<MeshAxis> dp = axisFor("dp", "zero");
+        if (!dp)
+          return signalPassFailure();
+        annotateZero(annotator, func, *dp, zero >= 3);
+      }
     }
   }
 
@@ -159,12 +166,26 @@ struct WeftShardPresetsPass
     const Mesh &mesh;
     func::FuncOp func;
 
+    /// Keeps dim `dim` of `value` whole at `priority` (a weaker split
+    /// cannot reach it).
+    void pinWhole(Value value, int64_t dim, int64_t priority) {
+      auto type = llvm::cast<RankedTensorType>(value.getType());
+      annotate(value, TensorSharding::replicated(type.getRank()), priority)
+          ->setAttr(WeftDialect::kPinnedDimsAttrName,
+                    OpBuilder(func.getContext()).getDenseI64ArrayAttr({dim}));
+    }
+
     void split(Value value, int64_t dim, MeshAxis axis, int64_t priority,
                int64_t blocks = 1) {
       auto type = llvm::cast<RankedTensorType>(value.getType());
       TensorSharding sharding = TensorSharding::replicated(type.getRank());
       sharding.dims[dim].axes.push_back(axis);
       sharding.dims[dim].blocks = blocks;
+      annotate(value, sharding, priority);
+    }
+
+    Operation *annotate(Value value, const TensorSharding &sharding,
+                        int64_t priority) {
       OpBuilder builder(func.getContext());
       if (auto arg = llvm::dyn_cast<BlockArgument>(value))
         builder.setInsertionPointToStart(arg.getOwner());
@@ -176,6 +197,7 @@ struct WeftShardPresetsPass
           shard::ShardOp::create(builder, value.getLoc(), value, shardingOp);
       annotation->setAttr("weft.priority", builder.getI64IntegerAttr(priority));
       value.replaceAllUsesExcept(annotation.getResult(), annotation);
+      return annotation;
     }
   };
 
@@ -246,6 +268,63 @@ struct WeftShardPresetsPass
     for (LinearOp linear : linears)
       if (!rowSplit.contains(linear) && feedsOutput(linear.getResult()))
         splitOnce(linear.getWeight(), linear.getTransposeWeight() ? 0 : 1);
+  }
+
+  /// Splits each optimizer state (and with stage 3 each parameter) over
+  /// dp on the first dim that divides and that its parameter's other
+  /// splits leave whole.
+  static void annotateZero(Annotator &annotator, func::FuncOp func, MeshAxis dp,
+                           bool parameters) {
+    int64_t parts = annotator.mesh.sizes[dp];
+    llvm::StringMap<BlockArgument> params;
+    for (BlockArgument arg : func.getArguments())
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "weft.param"))
+        params[name.getValue()] = arg;
+    // The dims a parameter's existing annotation splits.
+    auto splitDims = [&](BlockArgument param) {
+      SmallVector<bool> split(
+          llvm::cast<RankedTensorType>(param.getType()).getRank(), false);
+      for (Operation *user : param.getUsers())
+        if (auto annotation = dyn_cast<shard::ShardOp>(user))
+          if (auto sharding =
+                  annotation.getSharding().getDefiningOp<shard::ShardingOp>())
+            for (auto [dim, axes] :
+                 llvm::enumerate(sharding.getSplitAxes().getAxes()))
+              if (dim < split.size() && !axes.empty())
+                split[dim] = true;
+      return split;
+    };
+    // The dim of a parameter's shape the ZeRO split takes, if any.
+    auto zeroDim = [&](BlockArgument param) -> std::optional<int64_t> {
+      auto type = llvm::cast<RankedTensorType>(param.getType());
+      SmallVector<bool> taken = splitDims(param);
+      for (int64_t dim = 0; dim < type.getRank(); ++dim)
+        if (!taken[dim] && type.getDimSize(dim) % parts == 0)
+          return dim;
+      return std::nullopt;
+    };
+    llvm::StringMap<std::optional<int64_t>> dims;
+    for (auto &entry : params)
+      dims[entry.getKey()] = zeroDim(entry.second);
+    for (BlockArgument arg : func.getArguments()) {
+      auto state =
+          func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "weft.state");
+      if (!state)
+        continue;
+      StringRef param = state.getValue().split(':').second;
+      if (dims.count(param) && dims[param])
+        annotator.split(arg, *dims[param], dp, kWeightPriority);
+    }
+    // Stage 3 splits the parameters the same way; below it they stay whole
+    // there (the update is gathered instead).
+    for (auto &entry : params)
+      if (std::optional<int64_t> dim = dims[entry.getKey()]) {
+        if (parameters)
+          annotator.split(entry.second, *dim, dp, kWeightPriority);
+        else
+          annotator.pinWhole(entry.second, *dim, kWeightPriority);
+      }
   }
 
   static void annotateSequenceParallel(Annotator &annotator, func::FuncOp func,

@@ -52,6 +52,10 @@ def Weft_Dialect : Dialect {
     /// On a `shard.shard`: the priority of a preset annotation (0 is a
     /// user's, and the strongest).
     static constexpr ::llvm::StringLiteral kPriorityAttrName = "weft.priority";
+    /// On a preset's `shard.shard`: the dims it keeps whole at its priority
+    /// (DenseI64Array); a user's annotation pins every whole dim.
+    static constexpr ::llvm::StringLiteral kPinnedDimsAttrName =
+        "weft.pinned_dims";
     /// On a `shard.sharding`: interleaved blocks per dim (DenseI64Array).
     static constexpr ::llvm::StringLiteral kBlocksAttrName = "weft.blocks";
     /// Argument and result attribute after partitioning: how the global

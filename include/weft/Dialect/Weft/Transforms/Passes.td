@@ -156,6 +156,14 @@ def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
     - `sequence-parallel`: the inputs and results of layer and RMS norms
       are split on the sequence dim (the second-to-last) over `tp`, at a
       lower priority than the weight annotations.
+    - `zero=1|2|3` (a training step, over `dp`): the optimizer state
+      (`weft.state` arguments) is split over `dp` on a dim the other
+      strategies leave whole; with 3 the parameters are too. A step's new
+      parameters and state are split like their arguments, so the
+      partitioner reduce-scatters the gradients into the split update and
+      all-gathers the updated parameters (stage 1/2) or the parameters
+      before their use (stage 3). Stages 1 and 2 give the same program:
+      the step never holds a whole gradient.
 
     ```
     weft-opt --weft-shard-presets="mesh=dp=2,tp=2 parallel=dp,megatron"
@@ -168,7 +176,10 @@ def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
                "Strategies: dp, megatron">,
     Option<"sequenceParallel", "sequence-parallel", "bool",
            /*default=*/"false",
-           "Split norm regions on the sequence dim over tp">
+           "Split norm regions on the sequence dim over tp">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage over dp: 1 and 2 split the optimizer state (the "
+           "gradients then arrive reduce-scattered), 3 also the parameters">
   ];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::shard::ShardDialect"];
 }
