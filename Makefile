@@ -8,7 +8,7 @@ APT_PACKAGES = cmake ninja-build ccache g++ python3 python3-pip \
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler \
   libgtest-dev libomp-22-dev mpich libmpich-dev libopenblas-dev \
   python3-torch
-PIP_PACKAGES = onnx numpy onnxruntime lit
+PIP_PACKAGES = onnx numpy onnxruntime lit safetensors
 DEMO_DIR = $(BUILD)/demo
 
 .PHONY: all deps build check check-lit check-unit check-onnx-node check-conformance demo docs clean

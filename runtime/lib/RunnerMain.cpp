@@ -85,18 +85,10 @@ std::string manifestMesh() {
   return text;
 }
 
-/// Splits "dp=2,tp=2" into a mesh.
-MeshShape parseMesh(const std::string &text) {
+/// The mesh the manifest names (none for a one-rank model).
+MeshShape manifestMeshShape(const std::string &text) {
   MeshShape mesh;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma - start);
-    size_t eq = item.find('=');
-    mesh.names.push_back(item.substr(0, eq));
-    mesh.sizes.push_back(std::stoll(item.substr(eq + 1)));
-    start = comma == std::string::npos ? text.size() : comma + 1;
-  }
+  MeshShape::parse(text, mesh);
   return mesh;
 }
 
@@ -197,12 +189,14 @@ int main(int argc, char **argv) {
              "[--output NAME=FILE]... [--repeat N] [--threads N]\n"
              "       %s --data TOKENS [--steps N] [--lr X] [--min-lr X] "
              "[--warmup N] [--seed N] [--log FILE] [--print-every N]\n"
+             "         [--ckpt-dir DIR [--save-every N] [--resume]] "
+             "[--resume-from CHECKPOINT]\n"
              "         (a model compiled with weftc --train)\n"
              "       %s --print-mesh   (the mesh and its number of ranks)\n",
              argv[0], argv[0], argv[0]);
       return 0;
     } else if (arg == "--print-mesh") {
-      MeshShape mesh = parseMesh(manifestMesh());
+      MeshShape mesh = manifestMeshShape(manifestMesh());
       printf("%s %lld\n", mesh.sizes.empty() ? "-" : mesh.describe().c_str(),
              static_cast<long long>(mesh.numRanks()));
       return 0;
@@ -220,6 +214,17 @@ int main(int argc, char **argv) {
       training.warmup = atoll(value("--warmup").c_str());
     } else if (is("--seed")) {
       training.seed = strtoull(value("--seed").c_str(), nullptr, 10);
+      training.seedGiven = true;
+    } else if (is("--ckpt-dir")) {
+      training.checkpointDir = value("--ckpt-dir");
+    } else if (is("--save-every")) {
+      training.saveEvery = atoll(value("--save-every").c_str());
+      if (training.saveEvery < 1)
+        return fail("--save-every needs a positive count");
+    } else if (is("--resume-from")) {
+      training.resumeFrom = value("--resume-from");
+    } else if (arg == "--resume") {
+      training.resume = true;
     } else if (is("--log")) {
       training.log = value("--log");
     } else if (is("--print-every")) {
@@ -267,7 +272,7 @@ int main(int argc, char **argv) {
   if (!model)
     return fail(error);
   // The ranks of a partitioned model; one rank otherwise.
-  MeshShape mesh = parseMesh(weft_model_mesh(model));
+  MeshShape mesh = manifestMeshShape(weft_model_mesh(model));
   std::string worldError;
   std::unique_ptr<World> world = startWorld(argc, argv, mesh, worldError);
   if (!world)
@@ -298,12 +303,6 @@ int main(int argc, char **argv) {
     }
     return status;
   }
-  auto specOf = [](const weft_buffer_info *info) {
-    ShardSpec spec;
-    ShardSpec::parse(std::string(info->sharding) == "*" ? "" : info->sharding,
-                     info->rank, spec);
-    return spec;
-  };
   std::vector<TensorData> inputData(weft_model_num_buffers(model));
   std::vector<std::vector<uint8_t>> inputShards(inputData.size());
   std::map<std::string, size_t> outputIndex;
@@ -331,7 +330,7 @@ int main(int argc, char **argv) {
                   weft_dtype_name(info->dtype) + " " + shapeString(shape) +
                   " but '" + it->second + "' holds " +
                   weft_dtype_name(data.dtype) + " " + shapeString(data.shape));
-    ShardSpec spec = specOf(info);
+    ShardSpec spec = bufferSpec(info);
     if (spec.isReplicated()) {
       weft_model_set_input(model, i, data.bytes.data());
     } else {
@@ -375,7 +374,7 @@ int main(int argc, char **argv) {
     const void *data = weft_model_output(model, index);
     // Assemble the whole output from every rank's shard.
     std::vector<uint8_t> whole;
-    ShardSpec spec = specOf(info);
+    ShardSpec spec = bufferSpec(info);
     if (partitioned) {
       std::vector<uint8_t> shards(info->local_bytes * mesh.numRanks());
       everyone->allGather(data, shards.data(), info->local_bytes, WEFT_BOOL);

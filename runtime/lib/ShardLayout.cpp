@@ -2,6 +2,7 @@
 
 #include "weft/ShardLayout.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -28,6 +29,24 @@ std::string MeshShape::describe() const {
   for (size_t axis = 0; axis < sizes.size(); ++axis)
     text += (axis ? "," : "") + names[axis] + "=" + std::to_string(sizes[axis]);
   return text;
+}
+
+bool MeshShape::parse(const std::string &text, MeshShape &mesh) {
+  mesh = MeshShape();
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    size_t eq = item.find('=');
+    if (eq == 0 || eq == std::string::npos)
+      return false;
+    char *end = nullptr;
+    long long size = strtoll(item.c_str() + eq + 1, &end, 10);
+    if (*end || size < 1)
+      return false;
+    mesh.names.push_back(item.substr(0, eq));
+    mesh.sizes.push_back(size);
+  }
+  return true;
 }
 
 bool ShardSpec::parse(const std::string &text, size_t rank, ShardSpec &spec) {
@@ -120,6 +139,13 @@ int64_t ShardSpec::shardIndex(const std::vector<int64_t> &coordinates,
     for (int axis : dim.axes)
       index = index * mesh.sizes[axis] + coordinates[axis];
   return index;
+}
+
+ShardSpec bufferSpec(const weft_buffer_info *info) {
+  ShardSpec spec;
+  ShardSpec::parse(std::string(info->sharding) == "*" ? "" : info->sharding,
+                   info->rank, spec);
+  return spec;
 }
 
 void copyStrided(const char *source, const int64_t *sourceStrides, char *dest,

@@ -6,10 +6,14 @@
 // The trainer keeps writable copies of this rank's parameter shards, feeds
 // each step's new parameters and state back, draws batches from a token
 // file and schedules the learning rate (linear warmup, cosine decay).
+// Batches, the learning rate and Adam's bias corrections depend on the step
+// and seed only, so a run resumed from a checkpoint repeats the losses of
+// an uninterrupted one bit for bit (on the same mesh).
 //
 //===----------------------------------------------------------------------===//
 
 #include "weft/Trainer.h"
+#include "weft/Checkpoint.h"
 #include "weft/ShardLayout.h"
 
 #include <chrono>
@@ -18,6 +22,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <vector>
 
 namespace weft::runtime {
@@ -45,12 +50,6 @@ double learningRate(const TrainOptions &options, int64_t step) {
   return minLr + 0.5 * (options.lr - minLr) * (1 + std::cos(M_PI * progress));
 }
 
-ShardSpec specOf(const weft_buffer_info *info) {
-  ShardSpec spec;
-  ShardSpec::parse(std::string(info->sharding) == "*" ? "" : info->sharding,
-                   info->rank, spec);
-  return spec;
-}
 
 } // namespace
 
@@ -131,6 +130,53 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     feedback.emplace_back(out, it->second);
   }
 
+  // What a checkpoint holds: this rank's parameter and state shards.
+  std::vector<CheckpointTensor> checkpointed;
+  {
+    size_t copy = 0;
+    for (auto &[name, i] : params)
+      checkpointed.push_back(
+          {weft_model_buffer(model, i), paramCopies[copy++].data()});
+    for (auto &[name, i] : states)
+      checkpointed.push_back(
+          {weft_model_buffer(model, i), weft_model_data(model, i)});
+  }
+  int64_t firstStep = 1;
+  uint64_t seed = options.seed;
+  if (options.resume || !options.resumeFrom.empty()) {
+    std::string path = options.resumeFrom;
+    if (path.empty() && (path = latestCheckpoint(options.checkpointDir))
+                            .empty())
+      return fail(rank, "there is no checkpoint to resume from in '" +
+                            options.checkpointDir + "'" +
+                            (options.checkpointDir.empty()
+                                 ? " (pass --ckpt-dir DIR)"
+                                 : ""));
+    CheckpointState state;
+    std::string message;
+    if (!loadCheckpoint(path, world, checkpointed, state, message))
+      return fail(rank, message);
+    if (options.seedGiven && options.seed != state.seed)
+      return fail(rank, "checkpoint '" + path + "' was trained with --seed " +
+                            std::to_string(state.seed) + ", not " +
+                            std::to_string(options.seed));
+    seed = state.seed;
+    firstStep = state.step + 1;
+    if (rank == 0)
+      printf("resuming from %s (step %lld)\n", path.c_str(),
+             static_cast<long long>(state.step));
+  }
+  std::unique_ptr<Communicator> everyone;
+  if (!options.checkpointDir.empty())
+    everyone = worldCommunicator();
+  auto save = [&](int64_t step) {
+    std::string message;
+    if (!saveCheckpoint(options.checkpointDir, {step, seed}, world, *everyone,
+                        checkpointed, message))
+      return fail(rank, message);
+    return 0;
+  };
+
   std::vector<int64_t> ids(batch * seq), labels(batch * seq);
   std::vector<char> idsShard(idsInfo->local_bytes),
       labelsShard(weft_model_buffer(model, inputs["labels"])->local_bytes);
@@ -139,7 +185,7 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
                        std::vector<char> *shard) {
     size_t i = inputs[name];
     const weft_buffer_info *info = weft_model_buffer(model, i);
-    ShardSpec spec = specOf(info);
+    ShardSpec spec = bufferSpec(info);
     if (spec.isReplicated() || !shard) {
       weft_model_set_input(model, i, whole);
       return;
@@ -156,15 +202,28 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   if (inputs.count("bias2"))
     bindInput("bias2", &bias2, nullptr);
 
+  // A resumed run keeps the log's lines up to the checkpoint's step.
+  std::string kept;
+  if (firstStep > 1 && !options.log.empty() && rank == 0) {
+    std::ifstream previous(options.log);
+    for (std::string line; std::getline(previous, line);) {
+      long long step = 0;
+      if (sscanf(line.c_str(), "{\"step\": %lld", &step) == 1 &&
+          step < firstStep)
+        kept += line + "\n";
+    }
+  }
   FILE *log = nullptr;
   if (!options.log.empty() && rank == 0 &&
       !(log = fopen(options.log.c_str(), "w")))
     return fail(rank, "cannot write the log '" + options.log + "'");
+  if (log)
+    fputs(kept.c_str(), log);
   char error[1024];
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  for (int64_t step = firstStep; step <= options.steps; ++step) {
     // The batch: `batch` windows of seq + 1 tokens at seeded offsets.
     for (int64_t b = 0; b < batch; ++b) {
-      uint64_t offset = mix(mix(options.seed) ^ mix(step * 1000003 + b)) %
+      uint64_t offset = mix(mix(seed) ^ mix(step * 1000003 + b)) %
                         (tokens.size() - seq - 1);
       for (int64_t s = 0; s < seq; ++s) {
         ids[b * seq + s] = tokens[offset + s];
@@ -196,6 +255,10 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     for (auto [out, target] : feedback)
       memcpy(weft_model_data(model, target), weft_model_output(model, out),
              weft_model_buffer(model, out)->local_bytes);
+    if (everyone && ((options.saveEvery && step % options.saveEvery == 0) ||
+                     step == options.steps))
+      if (int status = save(step))
+        return status;
     if (rank != 0)
       continue;
     double tokensPerSecond = batch * seq / seconds;
@@ -207,10 +270,12 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
              tokensPerSecond);
     if (log)
       fprintf(log,
-              "{\"step\": %lld, \"loss\": %.7g, \"lr\": %.7g, \"grad_norm\": "
-              "%.7g, \"tokens_per_s\": %.1f}\n",
+              "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": "
+              "%.9g, \"tokens_per_s\": %.1f}\n",
               static_cast<long long>(step), loss, lr, norm, tokensPerSecond);
     fflush(stdout);
+    if (log)
+      fflush(log);
   }
   if (log)
     fclose(log);

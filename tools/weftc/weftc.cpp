@@ -103,6 +103,10 @@ static cl::opt<double>
 static cl::opt<unsigned>
     zeroStage("zero", cl::desc("ZeRO stage over dp for --train: 1, 2 or 3"),
               cl::init(0), cl::cat(category));
+static cl::opt<double> bucketMb(
+    "bucket-mb",
+    cl::desc("Combine collectives into buckets of this many MiB (0: off)"),
+    cl::init(25.0), cl::cat(category));
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipelines"),
                                    cl::cat(category));
@@ -317,6 +321,7 @@ int main(int argc, char **argv) {
     spmdPasses.addPass(
         weft::createWeftPropagateSharding({/*padUneven=*/padUneven}));
     spmdPasses.addPass(weft::createWeftPartition());
+    spmdPasses.addPass(weft::createWeftBucketCollectives({bucketMb}));
     spmdPasses.addPass(createCanonicalizerPass());
   } else if (!parallel.empty() || sequenceParallel || padUneven) {
     return fail("--parallel, --sequence-parallel and --pad-uneven need --mesh");

@@ -15,6 +15,8 @@
 #ifndef WEFT_RUNTIME_SHARDLAYOUT_H
 #define WEFT_RUNTIME_SHARDLAYOUT_H
 
+#include "weft/runtime.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -31,6 +33,8 @@ struct MeshShape {
   std::vector<int64_t> coordinates(int64_t rank) const;
   /// "dp=2,tp=2".
   std::string describe() const;
+  /// Parses describe()'s form ("" for no mesh); false when malformed.
+  static bool parse(const std::string &text, MeshShape &mesh);
 };
 
 struct DimSplit {
@@ -67,6 +71,10 @@ private:
             const std::vector<int64_t> &globalShape, size_t elementSize,
             int64_t shard, const MeshShape &mesh, bool toLocal) const;
 };
+
+/// The sharding of a model buffer, as its manifest entry says ("*" is a
+/// scalar's).
+ShardSpec bufferSpec(const weft_buffer_info *info);
 
 /// Copies an N-d box between two strided arrays (strides in elements).
 void copyStrided(const char *source, const int64_t *sourceStrides, char *dest,

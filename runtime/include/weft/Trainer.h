@@ -21,6 +21,11 @@ struct TrainOptions {
   uint64_t seed = 1;  // batches depend on the seed and the step only
   std::string log;    // metrics, one JSON object per step
   int64_t printEvery = 10;
+  std::string checkpointDir; // where checkpoints go (and --resume looks)
+  int64_t saveEvery = 0;     // steps between checkpoints; 0: at the end only
+  bool resume = false;       // continue from the latest checkpoint
+  std::string resumeFrom;    // or from this checkpoint directory
+  bool seedGiven = false;    // --seed was passed (else a resume keeps it)
 };
 
 /// Runs `options.steps` training steps of `model` (compiled with

@@ -380,9 +380,13 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
   auto fromResults = [&] {
     for (auto [index, result] : llvm::enumerate(op->getResults())) {
       TensorSharding sharding = desiredOf(result);
-      for (auto [dim, factor] : llvm::enumerate(rule.resultFactors[index]))
-        if (sharding.dims[dim].isSplit())
-          tryAssign(factor, sharding.dims[dim]);
+      for (auto [dim, factor] : llvm::enumerate(rule.resultFactors[index])) {
+        const DimSharding &dimSharding = sharding.dims[dim];
+        int64_t blocks = rule.resultBlocks[index][dim];
+        if (dimSharding.isSplit() && dimSharding.blocks % blocks == 0)
+          tryAssign(factor,
+                    DimSharding{dimSharding.axes, dimSharding.blocks / blocks});
+      }
     }
   };
   auto fromOperands = [&] {
@@ -428,8 +432,10 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
     TensorSharding produced =
         TensorSharding::replicated(tensorType(result).getRank());
     for (auto [dim, factor] : llvm::enumerate(rule.resultFactors[index]))
-      if (factor >= 0 && plan.factors[factor])
+      if (factor >= 0 && plan.factors[factor]) {
         produced.dims[dim] = *plan.factors[factor];
+        produced.dims[dim].blocks *= rule.resultBlocks[index][dim];
+      }
     produced.partial = partial;
     FailureOr<SmallVector<Step>> steps =
         planReshard(produced, desiredOf(result));

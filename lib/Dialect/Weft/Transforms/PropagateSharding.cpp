@@ -235,7 +235,8 @@ private:
     for (auto [index, dims] : llvm::enumerate(rule->resultFactors))
       for (auto [dim, factor] : llvm::enumerate(dims))
         if (factor >= 0)
-          uses[factor].push_back({op->getResult(index), (int64_t)dim, 1});
+          uses[factor].push_back({op->getResult(index), (int64_t)dim,
+                                  rule->resultBlocks[index][dim]});
 
     for (auto [factor, factorUses] : llvm::enumerate(uses)) {
       if (rule->kinds[factor] == FactorKind::Whole)

@@ -4,6 +4,7 @@
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -50,8 +51,11 @@ bool isHeadLocal(Operation *op) {
 
 /// The row-split partners of `column`: the param linears its result reaches
 /// through head-local ops only. Empty if the region escapes (a norm, a
-/// softmax over the hidden dim, a model output...).
-SmallVector<LinearOp> rowPartners(LinearOp column) {
+/// softmax over the hidden dim, a model output...). Only users in
+/// `forward` count when it is given: in a training step the backward pass
+/// also reads the activations, and it follows whatever split they get.
+SmallVector<LinearOp>
+rowPartners(LinearOp column, const llvm::SetVector<Operation *> *forward) {
   SmallVector<LinearOp> rows;
   llvm::SetVector<Operation *> visited;
   SmallVector<Value> worklist{column.getResult()};
@@ -59,6 +63,8 @@ SmallVector<LinearOp> rowPartners(LinearOp column) {
     Value value = worklist.pop_back_val();
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
+      if (forward && !forward->contains(user))
+        continue;
       if (auto linear = dyn_cast<LinearOp>(user);
           linear && use.getOperandNumber() == 0 &&
           isParameter(linear.getWeight())) {
@@ -227,11 +233,24 @@ struct WeftShardPresetsPass
       if (isParameter(linear.getWeight()))
         linears.push_back(linear);
     });
+    // A loss function (gradients, training step) returns the loss first:
+    // its forward pass is what the loss depends on.
+    std::optional<llvm::SetVector<Operation *>> forward;
+    auto outputs = func->getAttrOfType<ArrayAttr>(WeftDialect::kOutputsAttrName);
+    if (outputs && !outputs.empty() &&
+        llvm::cast<StringAttr>(outputs[0]).getValue() == "loss") {
+      forward.emplace();
+      Operation *terminator = func.getBody().front().getTerminator();
+      BackwardSliceOptions options;
+      options.omitBlockArguments = true;
+      (void)getBackwardSlice(terminator->getOperand(0), &*forward, options);
+    }
     llvm::SetVector<Operation *> rowSplit;
     for (LinearOp column : linears) {
       if (rowSplit.contains(column))
         continue;
-      SmallVector<LinearOp> rows = rowPartners(column);
+      SmallVector<LinearOp> rows =
+          rowPartners(column, forward ? &*forward : nullptr);
       if (rows.empty())
         continue;
       // A fused projection split into equal parts is split part by part.

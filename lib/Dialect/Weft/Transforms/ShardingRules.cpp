@@ -256,8 +256,10 @@ OpShardingRule emptyRule(Operation *op) {
     rule.operandFactors.emplace_back(rankOf(operand), -1);
     rule.operandBlocks.emplace_back(rankOf(operand), 1);
   }
-  for (Value result : op->getResults())
+  for (Value result : op->getResults()) {
     rule.resultFactors.emplace_back(rankOf(result), -1);
+    rule.resultBlocks.emplace_back(rankOf(result), 1);
+  }
   return rule;
 }
 
@@ -595,9 +597,24 @@ std::optional<OpShardingRule> weft::getShardingRule(Operation *op) {
     return sharedExceptRule(op, touched);
   }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
+    int64_t axis = static_cast<int64_t>(concat.getAxis());
     SmallVector<bool> touched(rankOf(concat.getResult()), false);
-    touched[concat.getAxis()] = true;
-    return sharedExceptRule(op, touched);
+    touched[axis] = true;
+    OpShardingRule rule = sharedExceptRule(op, touched);
+    // Equal parts (the gradient of a fused projection's split) share the
+    // axis: the result holds them as interleaved blocks, as a split's
+    // operand does.
+    if (op->getNumOperands() > 1 &&
+        llvm::all_equal(llvm::map_range(op->getOperands(), [&](Value v) {
+          return shapeOf(v)[axis];
+        }))) {
+      int64_t factor = rule.addFactor(FactorKind::Parallel);
+      for (auto &operand : rule.operandFactors)
+        operand[axis] = factor;
+      rule.resultFactors[0][axis] = factor;
+      rule.resultBlocks[0][axis] = op->getNumOperands();
+    }
+    return rule;
   }
   if (auto conv = dyn_cast<ConvOp>(op)) {
     // Only the batch splits.

@@ -232,4 +232,37 @@ def WeftPartition : Pass<"weft-partition", "::mlir::ModuleOp"> {
   ];
 }
 
+def WeftBucketCollectives
+    : Pass<"weft-bucket-collectives", "::mlir::ModuleOp"> {
+  let summary = "Combine independent collectives into a few large ones";
+  let description = [{
+    Gathers `shard.all_reduce`, `shard.reduce_scatter` and `shard.all_gather`
+    ops of one kind (same grid axes, reduction and element type) into
+    buckets of at most `bucket-mb` MiB, as Megatron-LM and DeepSpeed bucket
+    gradients: each bucket is one collective on the members flattened and
+    concatenated, sliced back apart afterwards. A collective joins a bucket
+    while nothing has read a member's result yet; the bucket's collective is
+    issued just before the first such read, or as soon as the bucket is
+    full. The gradient reductions of a data-parallel training step, which
+    all feed the optimizer update at its end, become a few large messages
+    instead of one per parameter.
+
+    Example: two all-reduces whose results are only read afterwards
+
+    ```mlir
+    %a = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+    %b = shard.all_reduce %y on @mesh grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+    ```
+
+    become one all-reduce of a `tensor<40xf32>` concatenation of the two.
+    A collective over a split dim other than 0 moves that dim to the front
+    first, so that each rank's chunk of every member stays contiguous.
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Largest bucket in MiB (0 turns bucketing off)">
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::shard::ShardDialect"];
+}
+
 #endif // WEFT_DIALECT_WEFT_TRANSFORMS_PASSES_TD

@@ -120,6 +120,8 @@ struct OpShardingRule {
   /// [operand][dim] -> how many interleaved blocks the factor is in that
   /// dim (a split's operand holds its equal parts as blocks).
   llvm::SmallVector<llvm::SmallVector<int64_t>> operandBlocks;
+  /// The same for the results (a concat of equal parts makes blocks).
+  llvm::SmallVector<llvm::SmallVector<int64_t>> resultBlocks;
 
   int64_t addFactor(FactorKind kind) {
     kinds.push_back(kind);

@@ -1,0 +1,64 @@
+//===- Checkpoint.h - Sharded training checkpoints --------------*- C++ -*-===//
+//
+// A checkpoint is a directory `<dir>/step-NNNNNNN` holding one safetensors
+// file per rank that owns a shard (`rank-NNNNN.safetensors`, the rank's
+// local shard of each tensor under the tensor's name) and `index.json`,
+// which records the mesh, the step, the seed and, per tensor, its role,
+// dtype, global shape, sharding spec and which file holds which shard. A
+// replicated shard is written once, by the rank at coordinate 0 of every
+// axis that does not split it.
+//
+// Saving is atomic: the ranks write into `.step-NNNNNNN.tmp`, agree that
+// every file is on disk, and rank 0 renames the directory and then points
+// `<dir>/latest` at it (temp file + rename). A run killed mid-save leaves
+// the previous checkpoint and `latest` as they were.
+//
+// Loading assembles each global tensor from the shards named in the index
+// and keeps this rank's shard under the current sharding, so a checkpoint
+// saved under one mesh loads under another.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_CHECKPOINT_H
+#define WEFT_RUNTIME_CHECKPOINT_H
+
+#include "weft/Collectives.h"
+#include "weft/runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+/// One tensor of a checkpoint: its buffer (name, role, dtype, shapes and
+/// sharding) and this rank's shard of it, local_bytes long.
+struct CheckpointTensor {
+  const weft_buffer_info *info;
+  void *data;
+};
+
+struct CheckpointState {
+  int64_t step = 0;
+  uint64_t seed = 0;
+};
+
+/// Saves `tensors` as `<dir>/step-NNNNNNN`. Collective: every rank of
+/// `everyone` calls it; all of them fail or none does.
+bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
+                    const World &world, Communicator &everyone,
+                    const std::vector<CheckpointTensor> &tensors,
+                    std::string &error);
+
+/// The checkpoint `<dir>/latest` points at, or "" when there is none.
+std::string latestCheckpoint(const std::string &dir);
+
+/// Fills this rank's shard of every tensor from checkpoint `path` (a
+/// `step-NNNNNNN` directory). Errors name the checkpoint and the tensor.
+bool loadCheckpoint(const std::string &path, const World &world,
+                    const std::vector<CheckpointTensor> &tensors,
+                    CheckpointState &state, std::string &error);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_CHECKPOINT_H

@@ -1,0 +1,400 @@
+//===- Checkpoint.cpp - Sharded training checkpoints ----------------------===//
+
+#include "weft/Checkpoint.h"
+#include "Json.h"
+#include "weft/ShardLayout.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace weft::runtime {
+namespace {
+
+constexpr const char *formatName = "weft-checkpoint/1";
+
+const char *safetensorsDtype(weft_dtype dtype) {
+  static const char *names[] = {"F32", "F64", "F16", "BF16",
+                                "I64", "I32", "BOOL"};
+  return names[dtype];
+}
+
+std::string stepName(int64_t step) {
+  char name[32];
+  snprintf(name, sizeof(name), "step-%07lld", static_cast<long long>(step));
+  return name;
+}
+
+std::string rankFile(int64_t rank) {
+  char name[40];
+  snprintf(name, sizeof(name), "rank-%05lld.safetensors",
+           static_cast<long long>(rank));
+  return name;
+}
+
+std::string shapeJson(const int64_t *shape, int rank) {
+  std::string text = "[";
+  for (int d = 0; d < rank; ++d)
+    text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
+
+/// Whether the rank at `coords` writes its shard: it is at coordinate 0 of
+/// every mesh axis the spec does not split (the replicas' first).
+bool ownsShard(const ShardSpec &spec, const std::vector<int64_t> &coords) {
+  std::vector<bool> splits(coords.size(), false);
+  for (const DimSplit &dim : spec.dims)
+    for (int axis : dim.axes)
+      splits[axis] = true;
+  for (size_t axis = 0; axis < coords.size(); ++axis)
+    if (!splits[axis] && coords[axis] != 0)
+      return false;
+  return true;
+}
+
+/// Writes `text` (or the bytes) to `path` and flushes it to disk.
+bool writeDurably(const std::string &path,
+                  const std::vector<std::pair<const void *, size_t>> &pieces,
+                  std::string &error) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    error = "cannot write '" + path + "': " + strerror(errno);
+    return false;
+  }
+  for (auto [data, size] : pieces) {
+    const char *p = static_cast<const char *>(data);
+    while (size > 0) {
+      ssize_t n = write(fd, p, size);
+      if (n < 0) {
+        error = "cannot write '" + path + "': " + strerror(errno);
+        close(fd);
+        return false;
+      }
+      p += n;
+      size -= size_t(n);
+    }
+  }
+  bool synced = fsync(fd) == 0;
+  close(fd);
+  if (!synced)
+    error = "cannot flush '" + path + "' to disk: " + strerror(errno);
+  return synced;
+}
+
+void syncDirectory(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+/// The safetensors file of this rank's owned shards.
+bool writeRankFile(const std::string &path, const World &world,
+                   const std::vector<CheckpointTensor> &tensors,
+                   std::string &error) {
+  std::string header = "{\"__metadata__\": {\"format\": \"weft\"}";
+  std::vector<std::pair<const void *, size_t>> pieces;
+  size_t offset = 0;
+  for (const CheckpointTensor &tensor : tensors) {
+    const weft_buffer_info *info = tensor.info;
+    if (!ownsShard(bufferSpec(info), world.coordinates))
+      continue;
+    header += ", " + jsonQuote(info->name) + ": {\"dtype\": \"" +
+              safetensorsDtype(info->dtype) +
+              "\", \"shape\": " + shapeJson(info->local_shape, info->rank) +
+              ", \"data_offsets\": [" + std::to_string(offset) + ", " +
+              std::to_string(offset + info->local_bytes) + "]}";
+    pieces.emplace_back(tensor.data, info->local_bytes);
+    offset += info->local_bytes;
+  }
+  header += "}";
+  // The data starts 8-byte aligned, as safetensors recommends.
+  header.append((8 - header.size() % 8) % 8, ' ');
+  uint64_t headerSize = header.size(); // little-endian on every target here
+  pieces.insert(pieces.begin(), {{&headerSize, 8}, {header.data(), header.size()}});
+  return writeDurably(path, pieces, error);
+}
+
+std::string indexJson(const CheckpointState &state, const MeshShape &mesh,
+                      const std::vector<CheckpointTensor> &tensors) {
+  std::ostringstream out;
+  out << "{\n  \"format\": \"" << formatName << "\",\n  \"step\": "
+      << state.step << ",\n  \"seed\": " << state.seed
+      << ",\n  \"mesh\": " << jsonQuote(mesh.describe())
+      << ",\n  \"tensors\": {";
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const weft_buffer_info *info = tensors[t].info;
+    ShardSpec spec = bufferSpec(info);
+    out << (t ? "," : "") << "\n    " << jsonQuote(info->name)
+        << ": {\"role\": \""
+        << (info->role == WEFT_PARAM ? "param" : "optimizer-state")
+        << "\", \"dtype\": \"" << safetensorsDtype(info->dtype)
+        << "\", \"shape\": " << shapeJson(info->shape, info->rank)
+        << ", \"sharding\": " << jsonQuote(spec.str()) << ", \"shards\": [";
+    bool first = true;
+    for (int64_t r = 0; r < std::max<int64_t>(1, mesh.numRanks()); ++r) {
+      std::vector<int64_t> coords = mesh.coordinates(r);
+      if (!ownsShard(spec, coords))
+        continue;
+      out << (first ? "" : ", ") << "{\"file\": \"" << rankFile(r)
+          << "\", \"shard\": " << spec.shardIndex(coords, mesh) << "}";
+      first = false;
+    }
+    out << "]}";
+  }
+  out << "\n  }\n}\n";
+  return out.str();
+}
+
+/// Agrees over every rank: true when `ok` holds on all of them.
+bool allAgree(Communicator &everyone, bool ok) {
+  int32_t failed = ok ? 0 : 1;
+  everyone.allReduce(&failed, 1, WEFT_I32, ReduceOp::Max);
+  return failed == 0;
+}
+
+bool readFile(const std::string &path, std::string &contents) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return false;
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  contents = buffer.str();
+  return true;
+}
+
+/// A rank file's header and data, read once per load.
+struct RankFile {
+  JsonValue header;
+  std::string bytes;
+  size_t dataStart = 0;
+};
+
+bool openRankFile(const std::string &path, RankFile &file,
+                  std::string &error) {
+  if (!readFile(path, file.bytes)) {
+    error = "cannot read '" + path + "'";
+    return false;
+  }
+  uint64_t headerSize = 0;
+  if (file.bytes.size() < 8) {
+    error = "'" + path + "' is not a safetensors file";
+    return false;
+  }
+  memcpy(&headerSize, file.bytes.data(), 8);
+  if (headerSize > file.bytes.size() - 8) {
+    error = "'" + path + "' is truncated: its header needs " +
+            std::to_string(headerSize + 8) + " bytes, the file has " +
+            std::to_string(file.bytes.size());
+    return false;
+  }
+  std::string message;
+  if (!parseJson(file.bytes.substr(8, headerSize), file.header, message) ||
+      file.header.kind != JsonValue::Kind::Object) {
+    error = "'" + path + "' has a malformed header: " + message;
+    return false;
+  }
+  file.dataStart = 8 + headerSize;
+  return true;
+}
+
+std::vector<int64_t> intList(const JsonValue *value) {
+  std::vector<int64_t> list;
+  if (value && value->kind == JsonValue::Kind::Array)
+    for (const JsonValue &item : value->array)
+      list.push_back(item.asInt());
+  return list;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? "," : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
+} // namespace
+
+bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
+                    const World &world, Communicator &everyone,
+                    const std::vector<CheckpointTensor> &tensors,
+                    std::string &error) {
+  std::string name = stepName(state.step);
+  fs::path temp = fs::path(dir) / ("." + name + ".tmp");
+  fs::path final = fs::path(dir) / name;
+  std::error_code ec;
+  if (world.rank == 0) {
+    fs::create_directories(dir, ec);
+    fs::remove_all(temp, ec);
+    ec.clear();
+    fs::create_directories(temp, ec);
+    if (ec)
+      error = "cannot create the checkpoint directory '" + temp.string() +
+              "': " + ec.message();
+  }
+  if (!allAgree(everyone, !ec)) {
+    if (error.empty())
+      error = "rank 0 could not create the checkpoint directory in '" + dir +
+              "'";
+    return false;
+  }
+  bool ok = writeRankFile((temp / rankFile(world.rank)).string(), world,
+                          tensors, error);
+  if (!allAgree(everyone, ok)) {
+    if (ok)
+      error = "another rank could not write its part of checkpoint '" +
+              final.string() + "'";
+    return false;
+  }
+  if (world.rank == 0) {
+    std::string index = indexJson(state, world.mesh, tensors);
+    ok = writeDurably((temp / "index.json").string(),
+                      {{index.data(), index.size()}}, error);
+    syncDirectory(temp.string());
+    if (ok) {
+      fs::remove_all(final, ec);
+      fs::rename(temp, final, ec);
+      std::string latest = name + "\n";
+      fs::path latestTemp = fs::path(dir) / ".latest.tmp";
+      ok = !ec && writeDurably(latestTemp.string(),
+                               {{latest.data(), latest.size()}}, error);
+      if (ok)
+        fs::rename(latestTemp, fs::path(dir) / "latest", ec);
+      if (ec) {
+        ok = false;
+        error = "cannot publish checkpoint '" + final.string() +
+                "': " + ec.message();
+      }
+      syncDirectory(dir);
+    }
+  }
+  if (!allAgree(everyone, ok)) {
+    if (ok)
+      error = "rank 0 could not publish checkpoint '" + final.string() + "'";
+    return false;
+  }
+  return true;
+}
+
+std::string latestCheckpoint(const std::string &dir) {
+  std::ifstream latest(fs::path(dir) / "latest");
+  std::string name;
+  if (!(latest >> name) || name.find('/') != std::string::npos)
+    return "";
+  return (fs::path(dir) / name).string();
+}
+
+bool loadCheckpoint(const std::string &path, const World &world,
+                    const std::vector<CheckpointTensor> &tensors,
+                    CheckpointState &state, std::string &error) {
+  std::string text, message;
+  JsonValue index;
+  std::string indexPath = (fs::path(path) / "index.json").string();
+  if (!readFile(indexPath, text)) {
+    error = "cannot read checkpoint '" + path + "' (no index.json)";
+    return false;
+  }
+  const JsonValue *format, *step, *seed, *meshText, *entries;
+  MeshShape savedMesh;
+  if (!parseJson(text, index, message) || !(format = index.get("format")) ||
+      format->string != formatName || !(step = index.get("step")) ||
+      !(seed = index.get("seed")) || !(meshText = index.get("mesh")) ||
+      !MeshShape::parse(meshText->string, savedMesh) ||
+      !(entries = index.get("tensors"))) {
+    error = "'" + indexPath + "' is not a " + formatName + " index" +
+            (message.empty() ? "" : ": " + message);
+    return false;
+  }
+  state.step = step->asInt();
+  state.seed = static_cast<uint64_t>(seed->number);
+
+  std::map<std::string, RankFile> files;
+  std::vector<char> global;
+  for (const CheckpointTensor &tensor : tensors) {
+    const weft_buffer_info *info = tensor.info;
+    std::string name = info->name;
+    const JsonValue *entry = entries->get(name);
+    if (!entry) {
+      error = "checkpoint '" + path + "' has no tensor '" + name + "'";
+      return false;
+    }
+    std::vector<int64_t> shape(info->shape, info->shape + info->rank);
+    const JsonValue *dtype = entry->get("dtype");
+    std::vector<int64_t> savedShape = intList(entry->get("shape"));
+    if (!dtype || dtype->string != safetensorsDtype(info->dtype) ||
+        savedShape != shape) {
+      error = "tensor '" + name + "' is " + (dtype ? dtype->string : "?") +
+              " " + shapeText(savedShape) + " in checkpoint '" + path +
+              "' but " + safetensorsDtype(info->dtype) + " " +
+              shapeText(shape) + " in the model";
+      return false;
+    }
+    const JsonValue *sharding = entry->get("sharding");
+    const JsonValue *shards = entry->get("shards");
+    ShardSpec savedSpec;
+    if (!sharding || !shards ||
+        !ShardSpec::parse(sharding->string, shape.size(), savedSpec)) {
+      error = "tensor '" + name + "' has a malformed entry in '" + indexPath +
+              "'";
+      return false;
+    }
+    std::vector<int64_t> savedLocal = savedSpec.localShape(shape, savedMesh);
+    size_t elementSize = weft_dtype_size(info->dtype);
+    size_t savedBytes = elementSize;
+    for (int64_t size : savedLocal)
+      savedBytes *= size_t(size);
+    global.assign(info->bytes, 0);
+    int64_t covered = 0;
+    for (const JsonValue &shard : shards->array) {
+      const JsonValue *file = shard.get("file");
+      const JsonValue *which = shard.get("shard");
+      if (!file || !which || file->string.find('/') != std::string::npos) {
+        error = "tensor '" + name + "' has a malformed shard in '" +
+                indexPath + "'";
+        return false;
+      }
+      auto [it, fresh] = files.try_emplace(file->string);
+      if (fresh &&
+          !openRankFile((fs::path(path) / file->string).string(), it->second,
+                        error))
+        return false;
+      const RankFile &rankFile = it->second;
+      const JsonValue *stored = rankFile.header.get(name);
+      std::vector<int64_t> offsets =
+          intList(stored ? stored->get("data_offsets") : nullptr);
+      if (!stored || intList(stored->get("shape")) != savedLocal ||
+          offsets.size() != 2 || offsets[1] - offsets[0] != int64_t(savedBytes) ||
+          rankFile.dataStart + size_t(offsets[1]) > rankFile.bytes.size()) {
+        error = "'" + file->string + "' of checkpoint '" + path +
+                "' does not hold shard " + std::to_string(which->asInt()) +
+                " of tensor '" + name + "' as its index says";
+        return false;
+      }
+      savedSpec.insert(rankFile.bytes.data() + rankFile.dataStart + offsets[0],
+                       global.data(), shape, elementSize, which->asInt(),
+                       savedMesh);
+      ++covered;
+    }
+    if (covered != savedSpec.numShards(savedMesh)) {
+      error = "checkpoint '" + path + "' has " + std::to_string(covered) +
+              " of the " + std::to_string(savedSpec.numShards(savedMesh)) +
+              " shards of tensor '" + name + "'";
+      return false;
+    }
+    ShardSpec spec = bufferSpec(info);
+    spec.extract(global.data(), tensor.data, shape, elementSize,
+                 spec.shardIndex(world.coordinates, world.mesh), world.mesh);
+  }
+  return true;
+}
+
+} // namespace weft::runtime
