@@ -65,7 +65,12 @@ demo: build
 	@echo "== training the same model (batch 8) on tiny Shakespeare, 4 ranks: dp=2 x tp=2, AdamW, 200 steps"
 	python3 utils/gen_gpt2.py --seq $(DEMO_SEQ) --batch 8 -o $(DEMO_DIR)/gpt2_train.onnx
 	$(BUILD)/bin/weftc $(DEMO_DIR)/gpt2_train.onnx --train --mesh dp=2,tp=2 --parallel dp,megatron -o $(DEMO_DIR)/gpt2_train
-	$(BUILD)/bin/weft-run $(DEMO_DIR)/gpt2_train --data data/tinyshakespeare.tokens --steps 200 --lr 3e-3 --warmup 20 --print-every 20 --log $(DEMO_DIR)/train.jsonl
+	rm -rf $(DEMO_DIR)/ckpt
+	$(BUILD)/bin/weft-run $(DEMO_DIR)/gpt2_train --data data/tinyshakespeare.tokens --steps 200 --lr 3e-3 --warmup 20 --print-every 20 --log $(DEMO_DIR)/train.jsonl --ckpt-dir $(DEMO_DIR)/ckpt --save-every 100
+	@echo "== the trained weights (checkpoint $(DEMO_DIR)/ckpt/$$(cat $(DEMO_DIR)/ckpt/latest)) in the 1-rank model"
+	python3 utils/checkpoint_to_onnx.py $(DEMO_DIR)/ckpt/$$(cat $(DEMO_DIR)/ckpt/latest) $(DEMO_DIR)/gpt2.onnx -o $(DEMO_DIR)/gpt2_trained.onnx
+	$(BUILD)/bin/weftc $(DEMO_DIR)/gpt2_trained.onnx -o $(DEMO_DIR)/gpt2_trained
+	@python3 utils/demo_predict.py $(DEMO_DIR)/gpt2_trained --seq $(DEMO_SEQ) --prompt "$(DEMO_PROMPT)" --generate 40
 
 # The op and pass reference, generated from TableGen into docs/generated/.
 docs: build

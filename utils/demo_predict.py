@@ -20,25 +20,41 @@ def main():
     parser.add_argument("--prompt", required=True)
     parser.add_argument("--seq", type=int, required=True)
     parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--generate", type=int, default=0,
+                        help="then continue the prompt greedily by this many "
+                             "bytes")
     parser.add_argument("--launcher", default=None,
                         help="run the executable through this launcher "
                              "(weft-run, for a partitioned model)")
     args = parser.parse_args()
-    tokens = list(args.prompt.encode("utf-8"))[-args.seq:]
-    ids = np.zeros((1, args.seq), dtype=np.int64)
-    ids[0, :len(tokens)] = tokens
-    with tempfile.TemporaryDirectory() as tmp:
-        ids_path, logits_path = pathlib.Path(tmp) / "ids.npy", pathlib.Path(tmp) / "logits.npy"
-        np.save(ids_path, ids)
-        launcher = [args.launcher] if args.launcher else []
-        subprocess.run(launcher + [args.executable, "--input", f"input_ids={ids_path}",
-                                   "--output", f"logits={logits_path}"], check=True)
-        logits = np.load(logits_path)[0, len(tokens) - 1].astype(np.float64)
-    probs = np.exp(logits - logits.max())
-    probs /= probs.sum()
+    launcher = [args.launcher] if args.launcher else []
+
+    def next_byte_probabilities(text):
+        tokens = list(text)[-args.seq:]
+        ids = np.zeros((1, args.seq), dtype=np.int64)
+        ids[0, :len(tokens)] = tokens
+        with tempfile.TemporaryDirectory() as tmp:
+            ids_path = pathlib.Path(tmp) / "ids.npy"
+            logits_path = pathlib.Path(tmp) / "logits.npy"
+            np.save(ids_path, ids)
+            subprocess.run(launcher + [args.executable, "--input",
+                                       f"input_ids={ids_path}", "--output",
+                                       f"logits={logits_path}"], check=True)
+            logits = np.load(logits_path)[0, len(tokens) - 1]
+        probs = np.exp(logits.astype(np.float64) - logits.max())
+        return probs / probs.sum()
+
+    text = args.prompt.encode("utf-8")
+    probs = next_byte_probabilities(text)
     best = np.argsort(-probs)[:args.top]
     print(f"prompt: {args.prompt!r}")
     print("next byte: " + ", ".join(f"{bytes([int(t)])!r} {probs[t]:.3f}" for t in best))
+    if args.generate:
+        for _ in range(args.generate):
+            text += bytes([int(np.argmax(probs))])
+            probs = next_byte_probabilities(text)
+        print("greedy continuation: " +
+              repr(text.decode("utf-8", errors="replace")))
     return 0
 
 
