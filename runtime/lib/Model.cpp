@@ -5,7 +5,8 @@
 //   weft-manifest 2
 //   mesh <n> <name> <size>...          (partitioned models only)
 //   groups <n> <axes mask>...          (partitioned models only)
-//   optimizer <name> <beta1> <beta2> <vocab>   (training steps only)
+//   optimizer <name> <beta1> <beta2> <vocab> <flops>   (training steps only;
+//             flops: the whole step's contraction FLOPs over all ranks)
 //   buffer <input|param|state|output> <name> <dtype> <rank> <global dims...>
 //          <sharding> [<offset> <shard stride>]
 // The sharding is a ShardSpec ("*" for a scalar). Params carry the byte
@@ -90,6 +91,7 @@ struct weft_model {
   MeshShape mesh;
   std::string meshText;
   std::string optimizer;
+  double stepFlops = 0;
   double beta1 = 0, beta2 = 0;
   int64_t vocab = 0;
   std::vector<int64_t> groups;
@@ -141,7 +143,7 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
     fields >> keyword;
     if (keyword == "optimizer") {
       fields >> model->optimizer >> model->beta1 >> model->beta2 >>
-          model->vocab;
+          model->vocab >> model->stepFlops;
       continue;
     }
     if (keyword == "mesh" || keyword == "groups") {
@@ -346,6 +348,10 @@ int weft_model_bind(weft_model *model, size_t i, void *data) {
 
 void *weft_model_data(weft_model *model, size_t i) {
   return i < model->argv.size() ? model->argv[i] : nullptr;
+}
+
+double weft_model_step_flops(const weft_model *model) {
+  return model->stepFlops;
 }
 
 const char *weft_model_optimizer(const weft_model *model, double *beta1,

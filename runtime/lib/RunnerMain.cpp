@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
              "       %s --data TOKENS [--steps N] [--lr X] [--min-lr X] "
              "[--warmup N] [--seed N] [--log FILE] [--print-every N]\n"
              "         [--ckpt-dir DIR [--save-every N] [--resume]] "
-             "[--resume-from CHECKPOINT]\n"
+             "[--resume-from CHECKPOINT] [--peak-tflops X]\n"
              "         (a model compiled with weftc --train)\n"
              "       %s --print-mesh   (the mesh and its number of ranks)\n",
              argv[0], argv[0], argv[0]);
@@ -215,6 +215,10 @@ int main(int argc, char **argv) {
     } else if (is("--seed")) {
       training.seed = strtoull(value("--seed").c_str(), nullptr, 10);
       training.seedGiven = true;
+    } else if (is("--peak-tflops")) {
+      training.peakTflops = atof(value("--peak-tflops").c_str());
+      if (training.peakTflops <= 0)
+        return fail("--peak-tflops needs a positive number");
     } else if (is("--ckpt-dir")) {
       training.checkpointDir = value("--ckpt-dir");
     } else if (is("--save-every")) {

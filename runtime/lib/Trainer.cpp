@@ -17,6 +17,8 @@
 #include "weft/ShardLayout.h"
 
 #include <chrono>
+#include <omp.h>
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -50,6 +52,23 @@ double learningRate(const TrainOptions &options, int64_t step) {
   return minLr + 0.5 * (options.lr - minLr) * (1 + std::cos(M_PI * progress));
 }
 
+
+/// One rank's peak fp32 FLOP/s, estimated from its threads, the clock
+/// /proc/cpuinfo reports and the vector FMA width: a rough figure (the
+/// clock varies), which --peak-tflops replaces.
+double estimatedPeakFlops() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  double megahertz = 0;
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("cpu MHz", 0) == 0) {
+      megahertz = atof(line.substr(line.find(':') + 1).c_str());
+      break;
+    }
+  double perCycle = __builtin_cpu_supports("avx512f") ? 64
+                    : __builtin_cpu_supports("fma") ? 32
+                                                    : 8;
+  return omp_get_max_threads() * megahertz * 1e6 * perCycle;
+}
 
 } // namespace
 
@@ -219,6 +238,18 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     return fail(rank, "cannot write the log '" + options.log + "'");
   if (log)
     fputs(kept.c_str(), log);
+  double stepFlops = weft_model_step_flops(model);
+  double peak = (options.peakTflops > 0 ? options.peakTflops * 1e12
+                                        : estimatedPeakFlops()) *
+                double(std::max<int64_t>(1, mesh.numRanks()));
+  // A progress bar on a terminal, redrawn every step under the printed
+  // lines.
+  bool progressBar = rank == 0 && isatty(fileno(stdout));
+  if (rank == 0)
+    printf("%.4g GFLOP per step (contractions, all ranks); MFU against "
+           "%.4g TFLOP/s per rank (%s)\n",
+           stepFlops / 1e9, peak / 1e12 / std::max<int64_t>(1, mesh.numRanks()),
+           options.peakTflops > 0 ? "--peak-tflops" : "estimated");
   char error[1024];
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     // The batch: `batch` windows of seq + 1 tokens at seeded offsets.
@@ -262,17 +293,29 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     if (rank != 0)
       continue;
     double tokensPerSecond = batch * seq / seconds;
+    double mfu = peak > 0 ? stepFlops / seconds / peak : 0;
+    if (progressBar)
+      printf("\r\033[K");
     if (step % options.printEvery == 0 || step == 1 || step == options.steps)
       printf("step %4lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f "
-             "tok/s\n",
+             "tok/s | MFU %.2f%%\n",
              static_cast<long long>(step),
              static_cast<long long>(options.steps), loss, lr, norm,
-             tokensPerSecond);
+             tokensPerSecond, 100 * mfu);
+    if (progressBar && step < options.steps) {
+      constexpr int width = 30;
+      int filled = int(width * step / options.steps);
+      printf("[%s%s] %lld/%lld loss %.4f", std::string(filled, '#').c_str(),
+             std::string(width - filled, '.').c_str(),
+             static_cast<long long>(step),
+             static_cast<long long>(options.steps), loss);
+    }
     if (log)
       fprintf(log,
               "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": "
-              "%.9g, \"tokens_per_s\": %.1f}\n",
-              static_cast<long long>(step), loss, lr, norm, tokensPerSecond);
+              "%.9g, \"tokens_per_s\": %.1f, \"mfu\": %.4g}\n",
+              static_cast<long long>(step), loss, lr, norm, tokensPerSecond,
+              mfu);
     fflush(stdout);
     if (log)
       fflush(log);

@@ -176,10 +176,12 @@ std::string buildManifest(func::FuncOp func,
     };
     auto name = optimizer.getAs<StringAttr>("name");
     auto vocab = optimizer.getAs<IntegerAttr>("vocab");
+    auto flops = optimizer.getAs<IntegerAttr>("flops");
     manifest += "optimizer " + (name ? name.str() : std::string("?")) + " " +
                 std::to_string(number("beta1")) + " " +
                 std::to_string(number("beta2")) + " " +
-                std::to_string(vocab ? vocab.getInt() : 0) + "\n";
+                std::to_string(vocab ? vocab.getInt() : 0) + " " +
+                std::to_string(flops ? flops.getInt() : 0) + "\n";
   }
   if (mesh) {
     manifest += "mesh " + std::to_string(mesh->sizes.size());

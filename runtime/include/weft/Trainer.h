@@ -26,6 +26,7 @@ struct TrainOptions {
   bool resume = false;       // continue from the latest checkpoint
   std::string resumeFrom;    // or from this checkpoint directory
   bool seedGiven = false;    // --seed was passed (else a resume keeps it)
+  double peakTflops = 0;     // one rank's peak, for MFU (0: estimated)
 };
 
 /// Runs `options.steps` training steps of `model` (compiled with
