@@ -96,9 +96,15 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
                   std::string("the training step has no input '") + name + "'");
   const weft_buffer_info *idsInfo =
       weft_model_buffer(model, inputs["input_ids"]);
-  if (idsInfo->rank != 2)
-    return fail(rank, "input_ids must be [batch, seq]");
-  int64_t batch = idsInfo->shape[0], seq = idsInfo->shape[1];
+  // [batch, seq], or [micro-batches, batch, seq] with accumulation: the
+  // windows of a step are the rows either way.
+  if (idsInfo->rank != 2 && idsInfo->rank != 3)
+    return fail(rank, "input_ids must be [batch, seq] or [micro-batches, "
+                      "batch, seq]");
+  int64_t seq = idsInfo->shape[idsInfo->rank - 1];
+  int64_t batch = 1;
+  for (int d = 0; d + 1 < idsInfo->rank; ++d)
+    batch *= idsInfo->shape[d];
 
   // The corpus: little-endian uint16 tokens.
   std::ifstream file(options.data, std::ios::binary | std::ios::ate);

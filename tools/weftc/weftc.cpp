@@ -103,6 +103,10 @@ static cl::opt<double>
 static cl::opt<unsigned>
     zeroStage("zero", cl::desc("ZeRO stage over dp for --train: 1, 2 or 3"),
               cl::init(0), cl::cat(category));
+static cl::opt<int64_t> gradAccum(
+    "grad-accum",
+    cl::desc("Accumulate gradients over N micro-batches per step (--train)"),
+    cl::init(1), cl::cat(category));
 static cl::opt<double> bucketMb(
     "bucket-mb",
     cl::desc("Combine collectives into buckets of this many MiB (0: off)"),
@@ -307,6 +311,7 @@ int main(int argc, char **argv) {
     training.optimizer = optimizer;
     training.weightDecay = weightDecay;
     training.clipNorm = clipNorm;
+    training.microBatches = gradAccum;
     weftPasses.addPass(weft::createWeftDeriveTrainStep(training));
   }
   // Partitioning runs on the entry alone.

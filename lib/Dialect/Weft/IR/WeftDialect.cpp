@@ -92,6 +92,16 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be an i64 array";
     return success();
   }
+  if (name == kBatchDimAttrName) {
+    auto dim = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    auto type = llvm::dyn_cast<RankedTensorType>(
+        op->getRegion(regionIndex).getArgument(argIndex).getType());
+    if (!dim || !type || dim.getInt() < 0 || dim.getInt() >= type.getRank())
+      return op->emitError() << "'" << name
+                             << "' must be an integer naming a dim of the "
+                                "argument";
+    return success();
+  }
   if (name != kParamAttrName && name != kInputAttrName &&
       name != kShardingAttrName && name != kStateAttrName)
     return op->emitError() << "unknown weft argument attribute '" << name

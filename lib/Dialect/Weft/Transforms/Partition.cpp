@@ -206,6 +206,7 @@ private:
   Value padTo(Value value, int64_t dim, int64_t size, Location loc);
   Value truncateTo(Value value, int64_t dim, int64_t size, Location loc);
   OpPlan planOp(Operation *op, const OpShardingRule &rule, bool resultsFirst);
+  std::optional<OpPlan> planPartialPassThrough(Operation *op);
   LogicalResult partitionOp(Operation *op);
   LogicalResult partitionLinearWithSplitBias(LinearOp op, const OpPlan &plan,
                                              ArrayRef<Value> operands);
@@ -460,6 +461,54 @@ void setLocalResultTypes(Operation *local, Operation *global,
   }
 }
 
+/// Sums are linear: partial sums added or subtracted with the same split
+/// give the partial sum of the result, and so does a partial sum scaled by
+/// a whole scalar. Keeping the result partial defers the reduction to the
+/// user that needs it whole (gradient accumulation reduces once, not once
+/// per micro-batch). Broadcasting operands are left to planOp: a partial
+/// sum would grow; so are partial sums with other readers.
+std::optional<OpPlan> Partitioner::planPartialPassThrough(Operation *op) {
+  if (!isa<AddOp, SubOp, MulOp, DivOp>(op))
+    return std::nullopt;
+  Value result = op->getResult(0);
+  const TensorSharding *partial = nullptr;
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    const TensorSharding &sharding = locals.at(operand).sharding;
+    bool scalar = tensorType(operand).getNumElements() == 1 &&
+                  sharding.isReplicated() && sharding.partial.empty();
+    if (sharding.partial.empty()) {
+      // A whole scalar factor (or divisor), only for a product.
+      if (scalar && (isa<MulOp>(op) || (isa<DivOp>(op) && index == 1)))
+        continue;
+      return std::nullopt;
+    }
+    // A partial sum read elsewhere too is reduced anyway: reducing it here
+    // as well would double the traffic.
+    if (!operand.hasOneUse() ||
+        tensorType(operand).getShape() != tensorType(result).getShape() ||
+        (partial && !(*partial == sharding)) ||
+        (partial && !isa<AddOp, SubOp>(op)))
+      return std::nullopt;
+    partial = &sharding;
+  }
+  if (!partial || (isa<DivOp>(op) &&
+                   locals.at(op->getOperand(1)).sharding.partial.size()))
+    return std::nullopt;
+  OpPlan plan;
+  for (Value operand : op->getOperands())
+    plan.operands.push_back(locals.at(operand).sharding);
+  plan.results.push_back(*partial);
+  FailureOr<SmallVector<Step>> steps =
+      planReshard(*partial, desiredOf(result));
+  SmallVector<int64_t> localShape =
+      partial->localShape(tensorType(result).getShape(), mesh);
+  plan.cost = succeeded(steps) ? costOf(*steps,
+                                        withShape(tensorType(result), localShape),
+                                        mesh)
+                               : INT64_MAX / 4;
+  return plan;
+}
+
 LogicalResult Partitioner::partitionOp(Operation *op) {
   std::optional<OpShardingRule> rule = getShardingRule(op);
   OpPlan plan;
@@ -468,6 +517,9 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     OpPlan operandsFirst = planOp(op, *rule, false);
     plan =
         operandsFirst.cost < resultsFirst.cost ? operandsFirst : resultsFirst;
+    if (std::optional<OpPlan> passThrough = planPartialPassThrough(op);
+        passThrough && passThrough->cost <= plan.cost)
+      plan = *passThrough;
   } else {
     for (Value operand : op->getOperands())
       plan.operands.push_back(

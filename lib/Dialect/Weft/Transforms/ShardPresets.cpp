@@ -207,15 +207,20 @@ struct WeftShardPresetsPass
     }
   };
 
-  /// The batch is dim 0 of the first model input (token ids, pixels);
-  /// propagation carries the split to the other inputs through the ops that
-  /// combine them, wherever their batch dim is (a KV cache has it second).
+  /// The batch is dim 0 of the first model input (token ids, pixels), or
+  /// the dim its `weft.batch_dim` names (micro-batched inputs have it
+  /// second); propagation carries the split to the other inputs through the
+  /// ops that combine them, wherever their batch dim is (a KV cache has it
+  /// second).
   static void annotateDataParallel(Annotator &annotator, func::FuncOp func,
                                    MeshAxis dp) {
     for (BlockArgument arg : func.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), "weft.input") &&
+      if (func.getArgAttr(arg.getArgNumber(), WeftDialect::kInputAttrName) &&
           llvm::cast<RankedTensorType>(arg.getType()).getRank() > 0) {
-        annotator.split(arg, 0, dp, kWeightPriority);
+        auto batchDim = func.getArgAttrOfType<IntegerAttr>(
+            arg.getArgNumber(), WeftDialect::kBatchDimAttrName);
+        annotator.split(arg, batchDim ? batchDim.getInt() : 0, dp,
+                        kWeightPriority);
         return;
       }
   }

@@ -196,15 +196,29 @@ struct WeftDeriveTrainStepPass
     if (failed(grad))
       return failure();
 
-    // train_step: the gradient function's body, then the update.
+    // train_step: the gradient function's body (once per micro-batch),
+    // then the update.
+    if (microBatches < 1)
+      return main.emitError("weft-derive-train-step: micro-batches must be "
+                            "positive");
     SmallVector<unsigned> params;
     for (unsigned i = 0; i < loss.getNumArguments(); ++i)
       if (loss.getArgAttr(i, WeftDialect::kParamAttrName))
         params.push_back(i);
     SmallVector<Type> inputs(loss.getArgumentTypes());
     SmallVector<DictionaryAttr> inputAttrs;
-    for (unsigned i = 0; i < loss.getNumArguments(); ++i)
+    for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
       inputAttrs.push_back(loss.getArgAttrDict(i));
+      if (microBatches == 1 || !loss.getArgAttr(i, WeftDialect::kInputAttrName))
+        continue;
+      auto type = llvm::cast<RankedTensorType>(inputs[i]);
+      SmallVector<int64_t> shape{microBatches};
+      llvm::append_range(shape, type.getShape());
+      inputs[i] = type.clone(shape);
+      NamedAttrList attrs(inputAttrs.back());
+      attrs.set(WeftDialect::kBatchDimAttrName, b.getI64IntegerAttr(1));
+      inputAttrs.back() = attrs.getDictionary(ctx);
+    }
     auto scalarType = RankedTensorType::get({}, element);
     auto addInput = [&](Type type, StringRef attr, StringRef name) {
       inputs.push_back(type);
@@ -240,19 +254,46 @@ struct WeftDeriveTrainStepPass
       step.setArgAttrs(i, attrs);
     Block *stepBody = step.addEntryBlock();
     OpBuilder sb = OpBuilder::atBlockEnd(stepBody);
-    IRMapping stepMapping;
-    stepMapping.map((*grad).getArguments(), stepBody->getArguments().take_front(
-                                                loss.getNumArguments()));
-    SmallVector<Value> gradResults;
-    for (Operation &op : (*grad).getBody().front()) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        for (Value v : ret.getOperands())
-          gradResults.push_back(stepMapping.lookup(v));
-        break;
-      }
-      sb.clone(op, stepMapping);
-    }
     StepBuilder s(sb, main.getLoc(), element);
+    // Sums of the loss and of each gradient over the micro-batches.
+    SmallVector<Value> gradResults;
+    for (int64_t k = 0; k < microBatches; ++k) {
+      IRMapping stepMapping;
+      for (auto [arg, stepArg] :
+           llvm::zip((*grad).getArguments(), stepBody->getArguments())) {
+        Value value = stepArg;
+        if (stepArg.getType() != arg.getType()) {
+          // Micro-batch k: [K, ...] -> [1, ...] -> [...].
+          auto type = llvm::cast<RankedTensorType>(stepArg.getType());
+          SmallVector<int64_t> offsets(type.getRank(), 0), strides(
+                                                               type.getRank(), 1);
+          SmallVector<int64_t> sizes(type.getShape());
+          offsets[0] = k;
+          sizes[0] = 1;
+          value = ReshapeOp::create(
+              sb, main.getLoc(), arg.getType(),
+              SliceOp::create(sb, main.getLoc(), value, offsets, sizes,
+                              strides));
+        }
+        stepMapping.map(arg, value);
+      }
+      for (Operation &op : (*grad).getBody().front()) {
+        if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+          for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+            Value result = stepMapping.lookup(v);
+            if (k == 0)
+              gradResults.push_back(result);
+            else
+              gradResults[i] = s.add(gradResults[i], result);
+          }
+          break;
+        }
+        sb.clone(op, stepMapping);
+      }
+    }
+    if (microBatches > 1)
+      for (Value &sum : gradResults)
+        sum = s.mul(sum, s.scalar(1.0 / double(microBatches)));
     Value lossValue = gradResults[0];
     ArrayRef<Value> grads = ArrayRef<Value>(gradResults).drop_front();
 

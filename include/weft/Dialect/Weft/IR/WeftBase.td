@@ -33,6 +33,10 @@ def Weft_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamAttrName = "weft.param";
     /// Argument attribute naming a graph input (a StringAttr).
     static constexpr ::llvm::StringLiteral kInputAttrName = "weft.input";
+    /// Argument attribute of an input whose batch dim is not dim 0 (an
+    /// IntegerAttr): the micro-batched inputs of a training step.
+    static constexpr ::llvm::StringLiteral kBatchDimAttrName =
+        "weft.batch_dim";
     /// Argument attribute naming optimizer state ("m:<param>", a StringAttr).
     static constexpr ::llvm::StringLiteral kStateAttrName = "weft.state";
     /// Function attribute of a training step: its optimizer (a dictionary:

@@ -113,6 +113,14 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     `state:<kind>:<name>` in `weft.outputs`, so that a runner feeds them
     back. `train_loss_grad` (the loss and the parameter gradients, from
     `weft-autodiff`) stays in the module beside `train_step`.
+
+    With `micro-batches` K > 1 the step accumulates gradients: each input
+    of `main` and `labels` gains a leading dim of K (batch dim 1, marked
+    `weft.batch_dim`), the loss and gradient are computed for each
+    micro-batch in turn, and their means feed one update. The micro-batches
+    run one after the other, so a micro-batch's activations are dead before
+    the next one starts; a partitioned step keeps the gradients partial
+    sums until the update, so data parallelism reduces them once.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
@@ -127,7 +135,9 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     Option<"clipNorm", "clip-norm", "double", /*default=*/"1.0",
            "Clip the global gradient norm to this (0: no clipping)">,
     Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
-           "Label of positions that do not count">
+           "Label of positions that do not count">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Accumulate gradients over this many micro-batches per step">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }

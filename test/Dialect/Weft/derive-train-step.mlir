@@ -1,0 +1,47 @@
+// RUN: weft-opt %s -split-input-file -weft-derive-train-step -verify-diagnostics | FileCheck %s
+// RUN: weft-opt %s -split-input-file -weft-derive-train-step="micro-batches=2" -verify-diagnostics | FileCheck %s --check-prefix=ACCUM
+// RUN: weft-opt %s -split-input-file -weft-derive-train-step="optimizer=sgd" -verify-diagnostics | FileCheck %s --check-prefix=SGD
+
+// A one-layer language model: the step takes main's arguments, the labels,
+// lr, Adam's bias corrections and the moments, and returns the loss, the
+// gradient norm, the new parameters and the new moments. Its contraction
+// FLOPs are recorded for MFU: 2 * 6 rows * 4 * 5 = 240 each for the
+// linear, its two gradient products and the embedding's one-hot gradient. The loss and gradient function stays beside it.
+// CHECK-LABEL: func.func @train_loss_grad
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: (%arg0: tensor<2x3xi64> {weft.input = "input_ids"}, %arg1: tensor<5x4xf32> {weft.param = "emb"}, %arg2: tensor<4x5xf32> {weft.param = "w"}, %arg3: tensor<2x3xi64> {weft.input = "labels"}, %arg4: tensor<f32> {weft.input = "lr"}, %arg5: tensor<f32> {weft.input = "bias1"}, %arg6: tensor<f32> {weft.input = "bias2"}, %arg7: tensor<5x4xf32> {weft.state = "m:emb"}, %arg8: tensor<4x5xf32> {weft.state = "m:w"}, %arg9: tensor<5x4xf32> {weft.state = "v:emb"}, %arg10: tensor<4x5xf32> {weft.state = "v:w"})
+// CHECK-SAME: weft.optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, flops = 960 : i64, name = "adamw", vocab = 5 : i64}
+// CHECK-SAME: weft.outputs = ["loss", "grad_norm", "param:emb", "param:w", "state:m:emb", "state:m:w", "state:v:emb", "state:v:w"]
+// CHECK: weft.log_softmax
+// CHECK: weft.sqrt
+
+// With two micro-batches the inputs gain a leading dim; each micro-batch is
+// a slice, and the mean of the two losses and gradients feeds the update.
+// ACCUM-LABEL: func.func @train_step
+// ACCUM-SAME: (%arg0: tensor<2x2x3xi64> {weft.batch_dim = 1 : i64, weft.input = "input_ids"}
+// ACCUM-SAME: %arg3: tensor<2x2x3xi64> {weft.batch_dim = 1 : i64, weft.input = "labels"}
+// ACCUM-SAME: flops = 1920 : i64
+// ACCUM: weft.slice %arg0 <{offsets = array<i64: 0, 0, 0>, sizes = array<i64: 1, 2, 3>
+// ACCUM: weft.log_softmax
+// ACCUM: weft.slice %arg0 <{offsets = array<i64: 1, 0, 0>, sizes = array<i64: 1, 2, 3>
+// ACCUM: weft.log_softmax
+// ACCUM: %[[HALF:.*]] = weft.constant dense<5.000000e-01> : tensor<f32>
+// ACCUM: weft.mul %{{.*}}, %[[HALF]]
+// ACCUM: weft.sqrt
+
+// SGD keeps one momentum buffer per parameter and has no bias corrections.
+// SGD-LABEL: func.func @train_step
+// SGD-SAME: %arg4: tensor<f32> {weft.input = "lr"}, %arg5: tensor<5x4xf32> {weft.state = "momentum:emb"}, %arg6: tensor<4x5xf32> {weft.state = "momentum:w"})
+// SGD-SAME: name = "sgd"
+func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5x4xf32> {weft.param = "emb"}, %w: tensor<4x5xf32> {weft.param = "w"}) -> tensor<2x3x5xf32> {
+  %x = weft.gather %emb, %ids <{axis = 0}> : tensor<5x4xf32>, tensor<2x3xi64>
+  %logits = weft.linear %x, %w : tensor<2x3x4xf32>, tensor<4x5xf32>
+  return %logits : tensor<2x3x5xf32>
+}
+
+// -----
+
+// expected-error @below {{weft-derive-train-step: the first result of 'main' must be float logits [..., vocab]}}
+func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}) -> tensor<2x3xi64> {
+  return %ids : tensor<2x3xi64>
+}
