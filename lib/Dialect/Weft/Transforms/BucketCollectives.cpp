@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include <map>
 
 namespace weft {
@@ -109,13 +110,54 @@ void sinkSmallConsumers(Block &block) {
   }
 }
 
+/// The layer a parameter belongs to, from its name: up to its first
+/// numeric component ("h.3.attn.c_attn.weight" -> "h.3"), else all but
+/// the last ("ln_f.weight" -> "ln_f").
+std::string layerOf(StringRef name) {
+  SmallVector<StringRef> parts;
+  name.split(parts, '.');
+  for (auto [i, part] : llvm::enumerate(parts)) {
+    unsigned long long number;
+    if (!part.getAsInteger(10, number))
+      return llvm::join(ArrayRef<StringRef>(parts).take_front(i + 1), ".");
+  }
+  return parts.size() > 1
+             ? llvm::join(ArrayRef<StringRef>(parts).drop_back(), ".")
+             : name.str();
+}
+
 class Bucketer {
 public:
-  Bucketer(OpBuilder &builder, int64_t capacity)
-      : builder(builder), capacity(capacity) {}
+  Bucketer(OpBuilder &builder, int64_t capacity, func::FuncOp func)
+      : builder(builder), capacity(capacity), func(func) {}
 
   void run(Block &block) {
     for (Operation &op : llvm::make_early_inc_range(block)) {
+      // A gather of a parameter shard may move up to the gathers before it:
+      // its operand is an argument. Consecutive gathers of one layer's
+      // parameters become one, issued where the first of them was.
+      if (std::optional<std::string> layer = gatheredLayer(&op)) {
+        std::string key = bucketKey(&op);
+        Bucket &bucket = layerBuckets[key];
+        if (!bucket.members.empty() &&
+            (bucket.layer != *layer || bucket.bytes >= capacity))
+          flushLayer(key);
+        Bucket &open = layerBuckets[key];
+        open.layer = *layer;
+        // One gather per parameter: a second use in the layer shares it.
+        auto same = llvm::find_if(open.members, [&](Operation *member) {
+          return member->getOperand(0) == op.getOperand(0) &&
+                 member->getResultTypes() == op.getResultTypes();
+        });
+        if (same != open.members.end()) {
+          op.getResult(0).replaceAllUsesWith((*same)->getResult(0));
+          op.erase();
+          continue;
+        }
+        open.members.push_back(&op);
+        open.bytes += bytesOf(&op);
+        continue;
+      }
       // A read of a pending result issues its bucket first.
       for (Value operand : op.getOperands()) {
         auto it = pendingBucket.find(operand);
@@ -129,22 +171,55 @@ public:
       std::string key = bucketKey(&op);
       Bucket &bucket = buckets[key];
       bucket.members.push_back(&op);
-      bucket.bytes += tensorType(op.getOperand(0)).getNumElements() *
-                      tensorType(op.getOperand(0)).getElementTypeBitWidth() /
-                      8;
+      bucket.bytes += bytesOf(&op);
       pendingBucket[op.getResult(0)] = key;
       if (bucket.bytes >= capacity) {
         builder.setInsertionPointAfter(&op);
         flush(key);
       }
     }
+    SmallVector<std::string> open;
+    for (auto &entry : layerBuckets)
+      open.push_back(entry.first);
+    for (const std::string &key : open)
+      flushLayer(key);
   }
 
 private:
   struct Bucket {
     SmallVector<Operation *> members;
     int64_t bytes = 0;
+    std::string layer; // of a parameter gather bucket
   };
+
+  static int64_t bytesOf(Operation *op) {
+    RankedTensorType type = tensorType(op->getOperand(0));
+    return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  }
+
+  /// The layer of the parameter an all-gather gathers, if it does.
+  std::optional<std::string> gatheredLayer(Operation *op) {
+    if (!isa<shard::AllGatherOp>(op) || !isBucketable(op))
+      return std::nullopt;
+    auto arg = llvm::dyn_cast<BlockArgument>(op->getOperand(0));
+    if (!arg)
+      return std::nullopt;
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  WeftDialect::kParamAttrName);
+    if (!name)
+      return std::nullopt;
+    return layerOf(name.getValue());
+  }
+
+  void flushLayer(const std::string &key) {
+    auto it = layerBuckets.find(key);
+    if (it == layerBuckets.end())
+      return;
+    Bucket bucket = it->second;
+    layerBuckets.erase(it);
+    builder.setInsertionPoint(bucket.members.front());
+    combine(bucket.members, bucket.layer + " parameters");
+  }
 
   /// `value` in rank-major layout: `dim` first, then [rows, rest].
   Value toRankMajor(Value value, int64_t dim, int64_t rows, Location loc) {
@@ -184,13 +259,21 @@ private:
     buckets.erase(key);
     for (Operation *member : bucket.members)
       pendingBucket.erase(member->getResult(0));
-    if (bucket.members.size() < 2)
+    combine(bucket.members);
+  }
+
+  /// Replaces `members` by one collective at the builder's insertion point,
+  /// named `name` when given.
+  void combine(ArrayRef<Operation *> members, StringRef name = "") {
+    if (members.size() < 2)
       return;
-    Operation *first = bucket.members.front();
+    Operation *first = members.front();
     SmallVector<Location> locations;
-    for (Operation *member : bucket.members)
+    for (Operation *member : members)
       locations.push_back(member->getLoc());
     Location loc = builder.getFusedLoc(locations);
+    if (!name.empty())
+      loc = NameLoc::get(builder.getStringAttr(name), loc);
 
     // Rows of the operand and of the result in rank-major layout.
     int64_t parts = 1;
@@ -206,7 +289,7 @@ private:
 
     SmallVector<Value> pieces;
     SmallVector<int64_t> widths;
-    for (Operation *member : bucket.members) {
+    for (Operation *member : members) {
       pieces.push_back(toRankMajor(member->getOperand(0), collectiveDim(member),
                                    operandRows, member->getLoc()));
       widths.push_back(tensorType(pieces.back()).getDimSize(1));
@@ -229,7 +312,7 @@ private:
     Value reduced = builder.create(state)->getResult(0);
 
     int64_t offset = 0;
-    for (auto [member, pieceWidth] : llvm::zip(bucket.members, widths)) {
+    for (auto [member, pieceWidth] : llvm::zip(members, widths)) {
       Value piece = SliceOp::create(
           builder, member->getLoc(), reduced, ArrayRef<int64_t>{0, offset},
           ArrayRef<int64_t>{resultRows, pieceWidth}, ArrayRef<int64_t>{1, 1});
@@ -238,13 +321,17 @@ private:
           fromRankMajor(piece, tensorType(member->getResult(0)),
                         collectiveDim(member), member->getLoc());
       member->getResult(0).replaceAllUsesWith(result);
-      member->erase();
     }
+    // Only now: the insertion point may be a member.
+    for (Operation *member : members)
+      member->erase();
   }
 
   OpBuilder &builder;
   int64_t capacity;
+  func::FuncOp func;
   std::map<std::string, Bucket> buckets;
+  std::map<std::string, Bucket> layerBuckets;
   llvm::DenseMap<Value, std::string> pendingBucket;
 };
 
@@ -260,7 +347,7 @@ struct WeftBucketCollectivesPass
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal()) {
         sinkSmallConsumers(func.getBody().front());
-        Bucketer(builder, capacity).run(func.getBody().front());
+        Bucketer(builder, capacity, func).run(func.getBody().front());
       }
   }
 };

@@ -331,9 +331,17 @@ FailureOr<Value> Partitioner::reshard(Value global, const TensorSharding &to,
   const Local &local = locals.at(global);
   if (local.sharding == to)
     return local.value;
-  for (auto &[value, target, result] : reshards)
-    if (value == global && target == to)
-      return result;
+  // A split parameter (ZeRO-3) is gathered again right before each use, so
+  // that no whole copy outlives its user: the forward and the backward pass
+  // gather it separately (weft-bucket-collectives then groups a layer's
+  // gathers). Other values are resharded once, for every user.
+  auto arg = llvm::dyn_cast<BlockArgument>(global);
+  bool perUse = arg && func.getArgAttr(arg.getArgNumber(),
+                                       WeftDialect::kParamAttrName);
+  if (!perUse)
+    for (auto &[value, target, result] : reshards)
+      if (value == global && target == to)
+        return result;
   FailureOr<SmallVector<Step>> steps = planReshard(local.sharding, to);
   if (failed(steps))
     return user->emitError()
@@ -342,7 +350,9 @@ FailureOr<Value> Partitioner::reshard(Value global, const TensorSharding &to,
            << ": an interleaved dim would have to move";
   OpBuilder::InsertionGuard guard(builder);
   // Right after the value, so that every later user can share it.
-  if (Operation *def = local.value.getDefiningOp())
+  if (perUse)
+    builder.setInsertionPoint(user);
+  else if (Operation *def = local.value.getDefiningOp())
     builder.setInsertionPointAfter(def);
   else
     builder.setInsertionPointToStart(&func.getBody().front());
@@ -351,7 +361,8 @@ FailureOr<Value> Partitioner::reshard(Value global, const TensorSharding &to,
   for (const Step &step : *steps)
     value = emitStep(value, step, global.getLoc(),
                      tensorType(global).getShape(), cur);
-  reshards.emplace_back(global, to, value);
+  if (!perUse)
+    reshards.emplace_back(global, to, value);
   return value;
 }
 

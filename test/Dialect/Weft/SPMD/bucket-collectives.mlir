@@ -100,3 +100,25 @@ func.func @norm_glue(%p: tensor<f32>, %x: tensor<64x64xf32>, %y: tensor<64x64xf3
   %sum = weft.add %squared, %b : tensor<f32>, tensor<f32>
   return %sum : tensor<f32>
 }
+
+// -----
+
+// Gathers of parameter shards (ZeRO-3, one before each use) move up to the
+// first gather of their layer: h.0's two parameters arrive in one gather
+// before h.0's first op; h.1's parameter, of another layer, in its own.
+shard.grid @mesh(shape = 2)
+// CHECK-LABEL: func.func @layer_gathers
+// CHECK:         weft.concat
+// CHECK:         shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 0 : tensor<1x6xf32> -> tensor<2x6xf32>
+// CHECK-NOT:     shard.all_gather
+// CHECK:         shard.all_gather %arg2 on @mesh grid_axes = [0] gather_axis = 0 : tensor<2xf32> -> tensor<4xf32>
+// CHECK-NOT:     shard.all_gather
+func.func @layer_gathers(%w: tensor<2x2xf32> {weft.param = "h.0.attn.weight"}, %b: tensor<2xf32> {weft.param = "h.0.attn.bias"}, %v: tensor<2xf32> {weft.param = "h.1.mlp.bias"}) -> (tensor<4x2xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %gw = shard.all_gather %w on @mesh grid_axes = [0] gather_axis = 0 : tensor<2x2xf32> -> tensor<4x2xf32>
+  %tw = weft.tanh %gw : tensor<4x2xf32>
+  %gb = shard.all_gather %b on @mesh grid_axes = [0] gather_axis = 0 : tensor<2xf32> -> tensor<4xf32>
+  %tb = weft.tanh %gb : tensor<4xf32>
+  %gv = shard.all_gather %v on @mesh grid_axes = [0] gather_axis = 0 : tensor<2xf32> -> tensor<4xf32>
+  %tv = weft.tanh %gv : tensor<4xf32>
+  return %tw, %tb, %tv : tensor<4x2xf32>, tensor<4xf32>, tensor<4xf32>
+}

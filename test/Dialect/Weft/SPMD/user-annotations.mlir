@@ -2,15 +2,17 @@
 
 // A user's annotation (no weft.priority) wins over the preset: the user
 // keeps fc.weight whole and splits the batch instead, so the MLP needs no
-// collective inside and proj's row split (the preset's) is gathered.
+// collective inside and proj's row split (the preset's) is gathered, right
+// before its use (a parameter is gathered per use).
 // CHECK-LABEL: func.func @override
 // CHECK-SAME: %arg0: tensor<1x4xf32> {weft.input = "x", weft.sharding = "[tp], []"}
 // CHECK-SAME: tensor<4x32xf32> {weft.param = "fc.weight"}
 // CHECK-SAME: tensor<16x4xf32> {weft.param = "proj.weight", weft.sharding = "[tp], []"}
-// CHECK: %[[PROJ:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 0 : tensor<16x4xf32> -> tensor<32x4xf32>
 // CHECK-NOT: shard.
 // CHECK: weft.linear {{.*}} : tensor<1x4xf32>, tensor<4x32xf32>
-// CHECK: weft.linear %{{.*}}, %[[PROJ]] : tensor<1x32xf32>, tensor<32x4xf32>
+// CHECK-NOT: shard.
+// CHECK: %[[PROJ:.*]] = shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 0 : tensor<16x4xf32> -> tensor<32x4xf32>
+// CHECK-NEXT: weft.linear %{{.*}}, %[[PROJ]] : tensor<1x32xf32>, tensor<32x4xf32>
 module {
   shard.grid @mesh(shape = 2) {weft.axis_names = ["tp"]}
   func.func @override(%x: tensor<2x4xf32> {weft.input = "x"},
