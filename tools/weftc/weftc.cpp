@@ -107,6 +107,11 @@ static cl::opt<int64_t> gradAccum(
     "grad-accum",
     cl::desc("Accumulate gradients over N micro-batches per step (--train)"),
     cl::init(1), cl::cat(category));
+static cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("Recompute activations in the backward pass: none, selective "
+             "(elementwise work) or full (whole layers)"),
+    cl::init("none"), cl::cat(category));
 static cl::opt<double> bucketMb(
     "bucket-mb",
     cl::desc("Combine collectives into buckets of this many MiB (0: off)"),
@@ -332,7 +337,16 @@ int main(int argc, char **argv) {
     return fail("--parallel, --sequence-parallel and --pad-uneven need --mesh");
   }
   PassManager lowering(&context);
-  weft::buildLowerToLLVMPipeline(lowering, weft::CPUPipelineOptions{optLevel});
+  if (recompute != "none" && recompute != "selective" && recompute != "full")
+    return fail("--recompute must be none, selective or full, not '" +
+                recompute + "'");
+  if (recompute != "none" && program == Program::Forward)
+    return fail("--recompute needs a training step (--train)");
+  // The entry's weft.outputs are dropped before lowering (see below): the
+  // recomputation is told which function returns the loss.
+  weft::buildLowerToLLVMPipeline(
+      lowering, weft::CPUPipelineOptions{optLevel, recompute,
+                                         "weft_model_main"});
   if (printPipeline) {
     llvm::outs() << "weft passes: ";
     weftPasses.printAsTextualPipeline(llvm::outs());

@@ -18,6 +18,10 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
                          "canonicalize,cse,";
   if (options.optLevel > 0)
     pipeline += "weft-fuse-elementwise,canonicalize,";
+  // After the last tensor-level CSE, which would merge the copies back.
+  if (options.recompute != "none")
+    pipeline += "weft-recompute{mode=" + options.recompute +
+                " loss-function=" + options.lossFunction + "},";
   // Allocations go through the runtime's caching allocator
   // (use-generic-functions), so repeated runs reuse their buffers.
   // Results become out-params that the caller (the runtime) allocates;

@@ -21,6 +21,11 @@ namespace weft {
 struct CPUPipelineOptions {
   /// 0 skips the tensor-level fusion of elementwise linalg ops.
   unsigned optLevel = 2;
+  /// Activation recomputation of a training step: none, selective or full
+  /// (see weft-recompute).
+  std::string recompute = "none";
+  /// The function recomputation applies to (its first result is the loss).
+  std::string lossFunction;
 };
 
 /// Adds the lowering of weft IR (after the weft-level passes) to the LLVM

@@ -15,6 +15,42 @@ def WeftFuseElementwise : Pass<"weft-fuse-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def WeftRecompute : Pass<"weft-recompute", "::mlir::ModuleOp"> {
+  let summary = "Recompute forward activations in the backward pass";
+  let description = [{
+    In a function that returns its loss first (a training step, a gradient
+    program), the forward pass is what the loss depends on; every other op
+    reading a forward value belongs to the backward pass (or the update).
+    This pass gives such readers a recomputed copy instead, cloned right
+    before the first of them, so that the forward value dies as soon as
+    the forward pass is done with it and the copy lives only while the
+    backward pass needs it. It runs on tensors after the last common
+    subexpression elimination, which would merge the copies back.
+
+    - `selective`: elementwise ops (all-parallel linalg ops) and reshapes
+      and slices are recomputed from the values they read; contractions,
+      reductions and normalization rows are kept.
+    - `full`: everything a layer computes is recomputed from the layer's
+      inputs (the values it reads from other layers), as in Megatron-LM's
+      full recomputation. A layer is what an op's location names up to its
+      first number: "/h.3/attn/MatMul" belongs to "/h.3". Ops outside
+      layers (embeddings, the head, the loss) are kept.
+    - `none`: nothing changes.
+
+    The copies run the same ops on the same inputs. The compiled code
+    around them changes (buffer placement, in-place decisions), which moves
+    results by float rounding only (about 1e-7 relative in the bundled
+    model's losses).
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"none\"",
+           "none, selective or full">,
+    Option<"lossFunction", "loss-function", "std::string", /*default=*/"\"\"",
+           "A function whose first result is the loss, besides those whose "
+           "weft.outputs start with \"loss\"">
+  ];
+}
+
 def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
   let summary = "Replace f32 GEMM-shaped linalg.generic on memrefs by BLAS calls";
   let description = [{
