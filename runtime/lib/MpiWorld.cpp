@@ -11,8 +11,11 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace weft::runtime {
@@ -49,8 +52,9 @@ MPI_Datatype mpiType(weft_dtype dtype, bool reducing) {
     if (!reducing)
       return MPI_UINT8_T;
     break;
-  case WEFT_F16:
   case WEFT_BF16:
+    return MPI_UINT16_T; // reduced by the bf16 ops below
+  case WEFT_F16:
     if (!reducing)
       return MPI_UINT16_T;
     break;
@@ -61,7 +65,51 @@ MPI_Datatype mpiType(weft_dtype dtype, bool reducing) {
   abort();
 }
 
-MPI_Op mpiOp(ReduceOp op) {
+float bf16ToFloat(uint16_t bits) {
+  uint32_t wide = uint32_t(bits) << 16;
+  float value;
+  memcpy(&value, &wide, 4);
+  return value;
+}
+
+/// Round to nearest even, as the compiled code's truncations do.
+uint16_t floatToBf16(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000)
+    return uint16_t((bits >> 16) | 0x40); // a quiet NaN
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return uint16_t(bits >> 16);
+}
+
+/// MPI has no bf16: its reductions combine in float, one rounding each.
+template <ReduceOp kind>
+void reduceBf16(void *in, void *inout, int *count, MPI_Datatype *) {
+  const uint16_t *a = static_cast<const uint16_t *>(in);
+  uint16_t *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *count; ++i) {
+    float x = bf16ToFloat(a[i]), y = bf16ToFloat(b[i]);
+    b[i] = floatToBf16(kind == ReduceOp::Sum   ? x + y
+                       : kind == ReduceOp::Max ? std::max(x, y)
+                                               : std::min(x, y));
+  }
+}
+
+MPI_Op bf16Op(ReduceOp op) {
+  static MPI_Op ops[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  int index = int(op);
+  if (ops[index] == MPI_OP_NULL) {
+    MPI_User_function *function = op == ReduceOp::Sum ? reduceBf16<ReduceOp::Sum>
+                                  : op == ReduceOp::Max ? reduceBf16<ReduceOp::Max>
+                                                        : reduceBf16<ReduceOp::Min>;
+    check(MPI_Op_create(function, /*commute=*/1, &ops[index]), "MPI_Op_create");
+  }
+  return ops[index];
+}
+
+MPI_Op mpiOp(ReduceOp op, weft_dtype dtype) {
+  if (dtype == WEFT_BF16)
+    return bf16Op(op);
   switch (op) {
   case ReduceOp::Sum:
     return MPI_SUM;
@@ -89,7 +137,7 @@ public:
   void allReduce(void *data, size_t count, weft_dtype dtype,
                  ReduceOp op) override {
     check(MPI_Allreduce(MPI_IN_PLACE, data, int(count), mpiType(dtype, true),
-                        mpiOp(op), comm),
+                        mpiOp(op, dtype), comm),
           "MPI_Allreduce");
   }
   void allGather(const void *send, void *recv, size_t count,
@@ -101,7 +149,7 @@ public:
   void reduceScatter(const void *send, void *recv, size_t count,
                      weft_dtype dtype, ReduceOp op) override {
     check(MPI_Reduce_scatter_block(send, recv, int(count), mpiType(dtype, true),
-                                   mpiOp(op), comm),
+                                   mpiOp(op, dtype), comm),
           "MPI_Reduce_scatter_block");
   }
   void allToAll(const void *send, void *recv, size_t count,

@@ -107,6 +107,11 @@ static cl::opt<int64_t> gradAccum(
     "grad-accum",
     cl::desc("Accumulate gradients over N micro-batches per step (--train)"),
     cl::init(1), cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Contractions of a training step in f32 (default) or bf16, "
+             "with f32 master weights"),
+    cl::init("f32"), cl::cat(category));
 static cl::opt<std::string> recompute(
     "recompute",
     cl::desc("Recompute activations in the backward pass: none, selective "
@@ -317,6 +322,7 @@ int main(int argc, char **argv) {
     training.weightDecay = weightDecay;
     training.clipNorm = clipNorm;
     training.microBatches = gradAccum;
+    training.computeType = precision;
     weftPasses.addPass(weft::createWeftDeriveTrainStep(training));
   }
   // Partitioning runs on the entry alone.
@@ -342,6 +348,8 @@ int main(int argc, char **argv) {
                 recompute + "'");
   if (recompute != "none" && program == Program::Forward)
     return fail("--recompute needs a training step (--train)");
+  if (precision != "f32" && program == Program::Forward)
+    return fail("--precision needs a training step (--train)");
   // The entry's weft.outputs are dropped before lowering (see below): the
   // recomputation is told which function returns the loss.
   weft::buildLowerToLLVMPipeline(

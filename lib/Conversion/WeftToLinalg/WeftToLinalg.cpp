@@ -827,6 +827,33 @@ Values lowerLogSoftmax(LogSoftmaxOp op, ValueRange operands,
 // Contractions
 //===----------------------------------------------------------------------===//
 
+/// The type a contraction of `element`s sums in: f32 for bf16 and f16
+/// (mixed precision: 16-bit operands, a float accumulator), else itself.
+Type accumulatorOf(Type element) {
+  return element.isBF16() || element.isF16()
+             ? Type(Float32Type::get(element.getContext()))
+             : element;
+}
+
+/// The multiply-add of a contraction's body, in the accumulator's type.
+Value multiplyAdd(OpBuilder &b, Location loc, ValueRange s) {
+  Type accumulator = s[2].getType();
+  return addScalars(b, loc, s[2],
+                    mulScalars(b, loc, castScalar(b, loc, s[0], accumulator),
+                               castScalar(b, loc, s[1], accumulator)));
+}
+
+/// `value` (a float accumulator) in `element`s.
+Value narrowTo(OpBuilder &b, Location loc, Value value, Type element) {
+  auto type = typeOf(value);
+  if (type.getElementType() == element)
+    return value;
+  return elementwise(b, loc, type.clone(element), ValueRange{value},
+                     [element](OpBuilder &nb, Location nloc, ValueRange s) {
+                       return castScalar(nb, nloc, s[0], element);
+                     });
+}
+
 /// out[batch, m, n] (+)= sum_k lhs[batch, m, k] * rhs[batch, k, n] with
 /// numpy batch broadcasting; lhs/rhs are at least 2-D here.
 Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
@@ -862,10 +889,7 @@ Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
              b, loc, TypeRange{resultType}, ValueRange{lhs, rhs},
              ValueRange{init}, maps, iterators(batchRank + 2, 1),
              [](OpBuilder &nb, Location nloc, ValueRange s) {
-               linalg::YieldOp::create(
-                   nb, nloc,
-                   addScalars(nb, nloc, s[2],
-                              mulScalars(nb, nloc, s[0], s[1])));
+               linalg::YieldOp::create(nb, nloc, multiplyAdd(nb, nloc, s));
              })
       .getResult(0);
 }
@@ -887,10 +911,11 @@ Values lowerMatmul(MatmulOp op, ValueRange operands,
   SmallVector<int64_t> shape = *broadcastShapes(l.drop_back(2), r.drop_back(2));
   shape.push_back(l[l.size() - 2]);
   shape.push_back(r.back());
-  auto resultType = RankedTensorType::get(shape, element);
+  auto resultType = RankedTensorType::get(shape, accumulatorOf(element));
   Value product =
       contract(b, loc, lhs, rhs, filled(b, loc, resultType, 0), resultType);
-  return one(reshapeTo(b, loc, product, op.getType()));
+  return one(reshapeTo(b, loc, narrowTo(b, loc, product, element),
+                       op.getType()));
 }
 
 Values lowerLinear(LinearOp op, ValueRange operands,
@@ -905,13 +930,15 @@ Values lowerLinear(LinearOp op, ValueRange operands,
   int64_t rows = xt.getNumElements() / std::max<int64_t>(k, 1);
   int64_t n = op.getType().getShape().back();
   Value flat = reshapeTo(b, loc, x, RankedTensorType::get({rows, k}, element));
-  auto resultType = RankedTensorType::get({rows, n}, element);
+  auto resultType = RankedTensorType::get({rows, n}, accumulatorOf(element));
   // Start from the broadcast bias, or zeros.
   Value init = filled(b, loc, resultType, 0);
   if (bias)
-    init =
-        elementwise(b, loc, resultType, ValueRange{bias},
-                    [](OpBuilder &, Location, ValueRange s) { return s[0]; });
+    init = elementwise(
+        b, loc, resultType, ValueRange{bias},
+        [&](OpBuilder &nb, Location nloc, ValueRange s) {
+          return castScalar(nb, nloc, s[0], resultType.getElementType());
+        });
   AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
              p = getAffineDimExpr(2, ctx);
   SmallVector<AffineMap> maps{AffineMap::get(3, 0, {i, p}, ctx),
@@ -926,12 +953,11 @@ Values lowerLinear(LinearOp op, ValueRange operands,
           b, loc, TypeRange{resultType}, ValueRange{flat, w}, ValueRange{init},
           maps, iterators(2, 1),
           [](OpBuilder &nb, Location nloc, ValueRange s) {
-            linalg::YieldOp::create(
-                nb, nloc,
-                addScalars(nb, nloc, s[2], mulScalars(nb, nloc, s[0], s[1])));
+            linalg::YieldOp::create(nb, nloc, multiplyAdd(nb, nloc, s));
           })
           .getResult(0);
-  return one(reshapeTo(b, loc, product, op.getType()));
+  return one(reshapeTo(b, loc, narrowTo(b, loc, product, element),
+                       op.getType()));
 }
 
 Values lowerConv(ConvOp op, ValueRange operands, ConversionPatternRewriter &b) {

@@ -1,6 +1,7 @@
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step -verify-diagnostics | FileCheck %s
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="micro-batches=2" -verify-diagnostics | FileCheck %s --check-prefix=ACCUM
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="optimizer=sgd" -verify-diagnostics | FileCheck %s --check-prefix=SGD
+// RUN: weft-opt %s -split-input-file -weft-derive-train-step="compute-type=bf16" -verify-diagnostics | FileCheck %s --check-prefix=BF16
 
 // A one-layer language model: the step takes main's arguments, the labels,
 // lr, Adam's bias corrections and the moments, and returns the loss, the
@@ -28,6 +29,17 @@
 // ACCUM: %[[HALF:.*]] = weft.constant dense<5.000000e-01> : tensor<f32>
 // ACCUM: weft.mul %{{.*}}, %[[HALF]]
 // ACCUM: weft.sqrt
+
+// Mixed precision: the linear runs on bf16 copies of its operands and its
+// result is cast back to f32; the parameters (and their gradients, through
+// the cast's adjoint) stay f32.
+// BF16-LABEL: func.func @train_step
+// BF16-SAME: %arg2: tensor<4x5xf32> {weft.param = "w"}
+// BF16: %[[X:.*]] = weft.cast %{{.*}} : tensor<2x3x4xf32> to tensor<2x3x4xbf16>
+// BF16: %[[W:.*]] = weft.cast %arg2 : tensor<4x5xf32> to tensor<4x5xbf16>
+// BF16: %[[Y:.*]] = weft.linear %[[X]], %[[W]] : tensor<2x3x4xbf16>, tensor<4x5xbf16>
+// BF16: weft.cast %[[Y]] : tensor<2x3x5xbf16> to tensor<2x3x5xf32>
+// BF16: weft.log_softmax
 
 // SGD keeps one momentum buffer per parameter and has no bias corrections.
 // SGD-LABEL: func.func @train_step

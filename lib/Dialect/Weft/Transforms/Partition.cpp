@@ -74,8 +74,13 @@ std::optional<int64_t> dimTakingNext(const TensorSharding &cur,
 FailureOr<SmallVector<Step>> planReshard(TensorSharding cur,
                                          const TensorSharding &to) {
   SmallVector<Step> steps;
-  SmallVector<MeshAxis> reduceAll;
+  SmallVector<MeshAxis> reduceAll, kept;
   for (MeshAxis axis : cur.partial) {
+    // A partial sum the target keeps partial (a linear op carries it).
+    if (llvm::is_contained(to.partial, axis)) {
+      kept.push_back(axis);
+      continue;
+    }
     if (std::optional<int64_t> dim = dimTakingNext(cur, to, axis)) {
       steps.push_back({Step::ReduceScatter, {axis}, *dim});
       cur.dims[*dim].axes.push_back(axis);
@@ -86,7 +91,7 @@ FailureOr<SmallVector<Step>> planReshard(TensorSharding cur,
   }
   if (!reduceAll.empty())
     steps.push_back({Step::AllReduce, reduceAll});
-  cur.partial.clear();
+  cur.partial = kept;
   for (int64_t dim = 0; dim < static_cast<int64_t>(cur.dims.size()); ++dim) {
     DimSharding &now = cur.dims[dim];
     const DimSharding &target = to.dims[dim];
@@ -174,6 +179,16 @@ bool sumsOverPaddingSafely(Operation *op, const OpShardingRule &rule,
           func.getArgAttr(arg.getArgNumber(), WeftDialect::kParamAttrName);
     }
   return !padded || weight;
+}
+
+/// Whether `cast` widens floats (bf16 to f32): exact, so a partial sum may
+/// be reduced after it, in the wider type.
+bool widensFloat(CastOp cast) {
+  auto from =
+      llvm::dyn_cast<FloatType>(tensorType(cast.getInput()).getElementType());
+  auto to =
+      llvm::dyn_cast<FloatType>(tensorType(cast.getResult()).getElementType());
+  return from && to && from.getWidth() < to.getWidth();
 }
 
 /// A choice of how to split an op's factors, with what it implies.
@@ -272,10 +287,11 @@ Value Partitioner::emitStep(Value value, const Step &step, Location loc,
   };
   switch (step.kind) {
   case Step::AllReduce:
-    cur.partial.clear();
+    for (MeshAxis axis : step.axes)
+      llvm::erase(cur.partial, axis);
     return shard::AllReduceOp::create(builder, loc, type, grid, axes, value);
   case Step::ReduceScatter: {
-    cur.partial.clear();
+    llvm::erase(cur.partial, step.axes.front());
     cur.dims[step.dim].axes.push_back(step.axes.front());
     value = padTo(value, step.dim, padded(step.dim), loc);
     shape[step.dim] = padded(step.dim) / parts;
@@ -420,6 +436,18 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
     fromOperands();
     fromResults();
   }
+  // Layout changes and widening casts are linear: a partial sum read by
+  // nothing else goes through them partial, to be reduced where a user
+  // needs it whole (a bf16 weight gradient is then reduced in f32).
+  SmallVector<MeshAxis> carried;
+  if (op->getNumOperands() == 1 && op->getOperand(0).hasOneUse() &&
+      (isa<TransposeOp, ReshapeOp, SqueezeOp, UnsqueezeOp>(op) ||
+       (isa<CastOp>(op) && widensFloat(cast<CastOp>(op))))) {
+    carried = locals.at(op->getOperand(0)).sharding.partial;
+    for (MeshAxis axis : carried)
+      if (llvm::is_contained(used, axis))
+        carried.clear();
+  }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     TensorSharding required =
         TensorSharding::replicated(tensorType(operand).getRank());
@@ -428,6 +456,7 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
         required.dims[dim] = *plan.factors[factor];
         required.dims[dim].blocks *= rule.operandBlocks[index][dim];
       }
+    required.partial = carried;
     FailureOr<SmallVector<Step>> steps =
         planReshard(locals.at(operand).sharding, required);
     plan.cost +=
@@ -436,7 +465,7 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
             : INT64_MAX / 4;
     plan.operands.push_back(required);
   }
-  SmallVector<MeshAxis> partial;
+  SmallVector<MeshAxis> partial(carried);
   for (auto [factor, sharding] : llvm::enumerate(plan.factors))
     if (sharding && rule.kinds[factor] == FactorKind::Reduction)
       llvm::append_range(partial, sharding->axes);

@@ -31,20 +31,27 @@ Value unannotated(Value value) {
   return value;
 }
 
-bool isParameter(Value value) {
+/// The parameter `value` is, through annotations and a cast (the bf16
+/// copy a mixed-precision step computes with), or null.
+BlockArgument parameterOf(Value value) {
   value = unannotated(value);
+  if (auto cast = value.getDefiningOp<CastOp>())
+    value = unannotated(cast.getInput());
   auto arg = llvm::dyn_cast<BlockArgument>(value);
   if (!arg)
-    return false;
+    return nullptr;
   auto func = llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  return func && func.getArgAttr(arg.getArgNumber(), "weft.param");
+  return func && func.getArgAttr(arg.getArgNumber(), "weft.param") ? arg
+                                                                    : nullptr;
 }
+
+bool isParameter(Value value) { return bool(parameterOf(value)); }
 
 /// Ops through which a tensor-parallel region runs from a column-split
 /// linear to a row-split one without needing the whole hidden dim.
 bool isHeadLocal(Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>() ||
-         isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, WhereOp, ReshapeOp,
+         isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, WhereOp, CastOp, ReshapeOp,
              TransposeOp, SplitOp, AttentionOp, SliceOp, ConcatOp, ExpandOp,
              SqueezeOp, UnsqueezeOp>(op);
 }
@@ -229,6 +236,8 @@ struct WeftShardPresetsPass
                                MeshAxis tp) {
     llvm::SetVector<Value> done;
     auto splitOnce = [&](Value value, int64_t dim, int64_t blocks = 1) {
+      if (BlockArgument param = parameterOf(value))
+        value = param;
       value = unannotated(value);
       if (done.insert(value))
         annotator.split(value, dim, tp, kWeightPriority, blocks);
@@ -260,9 +269,13 @@ struct WeftShardPresetsPass
         continue;
       // A fused projection split into equal parts is split part by part.
       int64_t blocks = 1;
-      if (column.getResult().hasOneUse())
-        if (auto split =
-                dyn_cast<SplitOp>(*column.getResult().getUsers().begin()))
+      Value projected = column.getResult();
+      // (Through the cast back to f32 of a bf16 step.)
+      if (projected.hasOneUse())
+        if (auto cast = dyn_cast<CastOp>(*projected.getUsers().begin()))
+          projected = cast.getResult();
+      if (projected.hasOneUse())
+        if (auto split = dyn_cast<SplitOp>(*projected.getUsers().begin()))
           if (split.getAxis() ==
                   static_cast<uint64_t>(column.getType().getRank() - 1) &&
               llvm::all_equal(split.getSizes()))

@@ -125,6 +125,35 @@ public:
   Type element;
 };
 
+/// Runs every f32 linear and matmul of `func` on `narrow` operands: casts
+/// in, the op on the narrow type, a cast of the result back to f32.
+void castContractions(func::FuncOp func, FloatType narrow) {
+  SmallVector<Operation *> contractions;
+  func.walk([&](Operation *op) {
+    if (isa<LinearOp, MatmulOp>(op) &&
+        llvm::cast<RankedTensorType>(op->getResult(0).getType())
+            .getElementType()
+            .isF32())
+      contractions.push_back(op);
+  });
+  for (Operation *op : contractions) {
+    OpBuilder b(op);
+    auto narrowed = [&](Value v) {
+      auto type = llvm::cast<RankedTensorType>(v.getType());
+      return CastOp::create(b, op->getLoc(), type.clone(narrow), v)
+          .getResult();
+    };
+    for (OpOperand &operand : op->getOpOperands())
+      operand.set(narrowed(operand.get()));
+    Value result = op->getResult(0);
+    auto wide = llvm::cast<RankedTensorType>(result.getType());
+    result.setType(wide.clone(narrow));
+    b.setInsertionPointAfter(op);
+    auto back = CastOp::create(b, op->getLoc(), wide, result);
+    result.replaceAllUsesExcept(back.getResult(), back);
+  }
+}
+
 struct WeftDeriveTrainStepPass
     : public weft::impl::WeftDeriveTrainStepBase<WeftDeriveTrainStepPass> {
   using WeftDeriveTrainStepBase::WeftDeriveTrainStepBase;
@@ -158,6 +187,13 @@ struct WeftDeriveTrainStepPass
     MLIRContext *ctx = module.getContext();
     auto labelsType = RankedTensorType::get(logitsType.getShape().drop_back(),
                                             IntegerType::get(ctx, 64));
+
+    if (computeType != "f32" && computeType != "bf16")
+      return main.emitError() << "weft-derive-train-step: compute-type must "
+                                 "be f32 or bf16, not '"
+                              << computeType << "'";
+    if (computeType == "bf16")
+      castContractions(main, BFloat16Type::get(module.getContext()));
 
     // loss(main's arguments..., labels) = cross_entropy(main(...), labels)
     OpBuilder b(ctx);

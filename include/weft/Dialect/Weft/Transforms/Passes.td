@@ -121,6 +121,14 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     run one after the other, so a micro-batch's activations are dead before
     the next one starts; a partitioned step keeps the gradients partial
     sums until the update, so data parallelism reduces them once.
+
+    With `compute-type=bf16`, every f32 linear and matmul of `main` runs on
+    bf16 operands (cast on the way in, the result cast back to f32; the
+    lowering accumulates in f32), as PyTorch's autocast does; norms,
+    softmax, attention and the loss stay f32. The parameters, their
+    gradients (the adjoint of the cast) and the optimizer state stay f32:
+    the parameters are the master weights. bf16 has f32's exponent range,
+    so the loss needs no scaling.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
@@ -137,7 +145,9 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
            "Label of positions that do not count">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
-           "Accumulate gradients over this many micro-batches per step">
+           "Accumulate gradients over this many micro-batches per step">,
+    Option<"computeType", "compute-type", "std::string", /*default=*/"\"f32\"",
+           "Element type of the contractions: f32, or bf16 (mixed precision)">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }
