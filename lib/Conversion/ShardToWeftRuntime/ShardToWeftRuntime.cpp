@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Conversion/Passes.h"
+#include "weft/Dialect/Weft/IR/RuntimeTypes.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -35,26 +36,10 @@ enum class CollectiveKind : int64_t {
 
 constexpr llvm::StringLiteral kCoordinateFunction = "weft_mesh_coordinate";
 
-std::optional<std::string> dtypeSuffix(Type type) {
-  if (type.isF32())
-    return "f32";
-  if (type.isF64())
-    return "f64";
-  if (type.isF16())
-    return "f16";
-  if (type.isBF16())
-    return "bf16";
-  if (type.isInteger(64))
-    return "i64";
-  if (type.isInteger(32))
-    return "i32";
-  if (type.isInteger(1))
-    return "i1";
-  return std::nullopt;
-}
 
 std::string collectiveFunction(Type elementType) {
-  return "weft_collective_" + dtypeSuffix(elementType).value_or("unknown");
+  return ("weft_collective_" + weft::runtimeTypeName(elementType).value_or("unknown"))
+      .str();
 }
 
 int64_t axesMask(ArrayRef<shard::GridAxis> axes) {
@@ -238,7 +223,7 @@ struct ConvertShardToWeftRuntimePass
       } else {
         Type element =
             cast<ShapedType>(op->getResult(0).getType()).getElementType();
-        if (!dtypeSuffix(element)) {
+        if (!weft::runtimeTypeName(element)) {
           op->emitError() << "the runtime has no collectives on " << element;
           failed = true;
           continue;

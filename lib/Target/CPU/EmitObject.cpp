@@ -1,5 +1,6 @@
 //===- EmitObject.cpp - LLVM IR, entry wrapper, manifest and object -------===//
 
+#include "weft/Dialect/Weft/IR/RuntimeTypes.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
 #include "weft/Target/CPU/CPUTarget.h"
@@ -148,21 +149,6 @@ static std::string escape(llvm::StringRef name) {
   return out.empty() ? "%00" : out;
 }
 
-static std::string dtypeName(Type type) {
-  if (type.isF32())
-    return "f32";
-  if (type.isF64())
-    return "f64";
-  if (type.isF16())
-    return "f16";
-  if (type.isBF16())
-    return "bf16";
-  if (type.isInteger(64))
-    return "i64";
-  if (type.isInteger(32))
-    return "i32";
-  return "i1";
-}
 
 std::string buildManifest(func::FuncOp func,
                           const std::vector<EntryBuffer> &buffers,
@@ -198,7 +184,7 @@ std::string buildManifest(func::FuncOp func,
                 : b.role == EntryBuffer::Role::Param ? "param "
                 : b.role == EntryBuffer::Role::State ? "state "
                                                      : "output ";
-    manifest += escape(b.name) + " " + dtypeName(b.type.getElementType()) +
+    manifest += escape(b.name) + " " + runtimeTypeName(b.type.getElementType()).value_or("i1").str() +
                 " " + std::to_string(b.type.getRank());
     for (int64_t d : b.globalShape)
       manifest += " " + std::to_string(d);

@@ -1,6 +1,7 @@
 //===- WeftDialect.cpp - Weft dialect -------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/RuntimeTypes.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -82,16 +83,22 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
   return op->emitError() << "unknown weft attribute '" << name << "'";
 }
 
+/// `weft.global_shape` on an argument or a result of a partitioned
+/// function: the whole tensor's shape.
+static LogicalResult verifyGlobalShape(Operation *op, NamedAttribute attr) {
+  if (!llvm::isa<DenseI64ArrayAttr>(attr.getValue()))
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be an i64 array";
+  return success();
+}
+
 LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kGlobalShapeAttrName) {
-    if (!llvm::isa<DenseI64ArrayAttr>(attr.getValue()))
-      return op->emitError() << "'" << name << "' must be an i64 array";
-    return success();
-  }
+  if (name == kGlobalShapeAttrName)
+    return verifyGlobalShape(op, attr);
   if (name == kBatchDimAttrName) {
     auto dim = llvm::dyn_cast<IntegerAttr>(attr.getValue());
     auto type = llvm::dyn_cast<RankedTensorType>(
@@ -117,15 +124,30 @@ LogicalResult WeftDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kGlobalShapeAttrName) {
-    if (!llvm::isa<DenseI64ArrayAttr>(attr.getValue()))
-      return op->emitError() << "'" << name << "' must be an i64 array";
-    return success();
-  }
+  if (name == kGlobalShapeAttrName)
+    return verifyGlobalShape(op, attr);
   if (name != kShardingAttrName)
     return op->emitError() << "unknown weft result attribute '" << name << "'";
   if (!llvm::isa<StringAttr>(attr.getValue()))
     return op->emitError() << "'" << name << "' on result #" << resultIndex
                            << " must be a string";
   return success();
+}
+
+std::optional<llvm::StringRef> weft::runtimeTypeName(Type element) {
+  if (element.isF32())
+    return llvm::StringRef("f32");
+  if (element.isF64())
+    return llvm::StringRef("f64");
+  if (element.isF16())
+    return llvm::StringRef("f16");
+  if (element.isBF16())
+    return llvm::StringRef("bf16");
+  if (element.isInteger(64))
+    return llvm::StringRef("i64");
+  if (element.isInteger(32))
+    return llvm::StringRef("i32");
+  if (element.isInteger(1))
+    return llvm::StringRef("i1");
+  return std::nullopt;
 }

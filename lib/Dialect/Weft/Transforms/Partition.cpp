@@ -752,19 +752,12 @@ LogicalResult Partitioner::partitionReturn(func::ReturnOp op) {
 
 LogicalResult Partitioner::run() {
   // Annotations become desired shardings; the IR loses them.
-  SmallVector<shard::ShardOp> annotations;
-  func.walk([&](shard::ShardOp op) { annotations.push_back(op); });
-  for (shard::ShardOp annotation : annotations) {
-    auto shardingOp =
-        annotation.getSharding().getDefiningOp<shard::ShardingOp>();
-    if (!shardingOp)
-      return annotation.emitError(
-          "the sharding of a shard.shard must come from shard.sharding");
-    desired[annotation.getSrc()] =
-        readSharding(shardingOp, annotation.getType().getRank());
-    annotation.getResult().replaceAllUsesWith(annotation.getSrc());
-    annotation.erase();
-  }
+  FailureOr<SmallVector<Annotation>> annotations = readAnnotations(func, mesh);
+  if (failed(annotations))
+    return failure();
+  for (const Annotation &annotation : *annotations)
+    desired[annotation.value] = annotation.sharding;
+  dropAnnotations(*annotations);
   SmallVector<shard::ShardingOp> shardingOps;
   func.walk([&](shard::ShardingOp op) { shardingOps.push_back(op); });
   for (shard::ShardingOp op : shardingOps)

@@ -304,48 +304,18 @@ struct WeftPropagateShardingPass
 
   LogicalResult runOnFunction(func::FuncOp func, const Mesh &mesh) {
     Propagation propagation(mesh, padUneven);
-    SmallVector<shard::ShardOp> annotations;
-    func.walk([&](shard::ShardOp op) { annotations.push_back(op); });
-    for (shard::ShardOp annotation : annotations) {
-      auto shardingOp =
-          annotation.getSharding().getDefiningOp<shard::ShardingOp>();
-      if (!shardingOp)
-        return annotation.emitError(
-            "the sharding of a shard.shard must come from shard.sharding");
-      if (shardingOp.getGrid() != mesh.symbol)
-        return annotation.emitError()
-               << "annotation on grid '" << shardingOp.getGrid()
-               << "', but the module's mesh is '" << mesh.symbol << "'";
-      int64_t rank = annotation.getType().getRank();
-      TensorSharding sharding = readSharding(shardingOp, rank);
-      for (const DimSharding &dim : sharding.dims)
-        for (MeshAxis axis : dim.axes)
-          if (axis < 0 || axis >= static_cast<int64_t>(mesh.sizes.size()))
-            return annotation.emitError()
-                   << "mesh axis " << axis << " does not exist in '"
-                   << mesh.symbol << "'";
-      auto priority = annotation->getAttrOfType<IntegerAttr>("weft.priority");
-      // Chained annotations (a preset's on a user's) all describe the
-      // value under them.
-      Value annotated = annotation.getSrc();
-      while (auto inner = annotated.getDefiningOp<shard::ShardOp>())
-        annotated = inner.getSrc();
-      auto pinned = annotation->getAttrOfType<DenseI64ArrayAttr>(
-          WeftDialect::kPinnedDimsAttrName);
-      if (failed(propagation.seed(
-              annotated, sharding, priority ? priority.getInt() : 0,
-              pinned ? pinned.asArrayRef() : ArrayRef<int64_t>(), annotation)))
+    FailureOr<SmallVector<Annotation>> annotations =
+        readAnnotations(func, mesh);
+    if (failed(annotations))
+      return failure();
+    for (const Annotation &annotation : *annotations)
+      if (failed(propagation.seed(annotation.value, annotation.sharding,
+                                  annotation.priority, annotation.pinnedDims,
+                                  annotation.op)))
         return failure();
-    }
     // The annotations are folded into the state; drop them so that every
     // use sees the annotated value itself.
-    for (shard::ShardOp annotation : annotations) {
-      annotation.getResult().replaceAllUsesWith(annotation.getSrc());
-      Value sharding = annotation.getSharding();
-      annotation.erase();
-      if (sharding.use_empty())
-        sharding.getDefiningOp()->erase();
-    }
+    dropAnnotations(*annotations);
     propagation.collectTies(func);
     if (failed(propagation.run(func)))
       return failure();

@@ -505,6 +505,54 @@ OpShardingRule sourceRule(Operation *op) {
 
 } // namespace
 
+FailureOr<SmallVector<Annotation>> weft::readAnnotations(Operation *function,
+                                                       const Mesh &mesh) {
+  SmallVector<Annotation> annotations;
+  SmallVector<shard::ShardOp> ops;
+  function->walk([&](shard::ShardOp op) { ops.push_back(op); });
+  for (shard::ShardOp op : ops) {
+    auto shardingOp = op.getSharding().getDefiningOp<shard::ShardingOp>();
+    if (!shardingOp)
+      return op.emitError(
+          "the sharding of a shard.shard must come from shard.sharding");
+    if (shardingOp.getGrid() != mesh.symbol)
+      return op.emitError() << "annotation on grid '" << shardingOp.getGrid()
+                            << "', but the module's mesh is '" << mesh.symbol
+                            << "'";
+    Annotation annotation;
+    annotation.op = op;
+    annotation.sharding = readSharding(shardingOp, op.getType().getRank());
+    for (const DimSharding &dim : annotation.sharding.dims)
+      for (MeshAxis axis : dim.axes)
+        if (axis < 0 || axis >= static_cast<int64_t>(mesh.sizes.size()))
+          return op.emitError() << "mesh axis " << axis
+                                << " does not exist in '" << mesh.symbol
+                                << "'";
+    annotation.value = op.getSrc();
+    while (auto inner = annotation.value.getDefiningOp<shard::ShardOp>())
+      annotation.value = inner.getSrc();
+    if (auto priority =
+            op->getAttrOfType<IntegerAttr>(WeftDialect::kPriorityAttrName))
+      annotation.priority = priority.getInt();
+    if (auto pinned = op->getAttrOfType<DenseI64ArrayAttr>(
+            WeftDialect::kPinnedDimsAttrName))
+      llvm::append_range(annotation.pinnedDims, pinned.asArrayRef());
+    annotations.push_back(std::move(annotation));
+  }
+  return annotations;
+}
+
+void weft::dropAnnotations(ArrayRef<Annotation> annotations) {
+  for (const Annotation &annotation : annotations) {
+    shard::ShardOp op = annotation.op;
+    op.getResult().replaceAllUsesWith(op.getSrc());
+    Value sharding = op.getSharding();
+    op.erase();
+    if (sharding.use_empty())
+      sharding.getDefiningOp()->erase();
+  }
+}
+
 std::optional<OpShardingRule> weft::getShardingRule(Operation *op) {
   if (op->getNumResults() == 0 ||
       llvm::any_of(op->getOperandTypes(),

@@ -88,6 +88,26 @@ struct TensorSharding {
                                         const Mesh &mesh) const;
 };
 
+/// A `shard.shard` annotation as read: the value under it (through chained
+/// annotations, a preset's on a user's), its sharding, its priority (0 is a
+/// user's, the strongest) and the dims it pins whole.
+struct Annotation {
+  mlir::shard::ShardOp op;
+  mlir::Value value;
+  TensorSharding sharding;
+  int64_t priority = 0;
+  llvm::SmallVector<int64_t> pinnedDims;
+};
+
+/// Reads every annotation of `function`. Fails, with an error at the
+/// annotation, when its sharding is not a `shard.sharding` on `mesh` or
+/// names an axis the mesh lacks.
+mlir::FailureOr<llvm::SmallVector<Annotation>>
+readAnnotations(mlir::Operation *function, const Mesh &mesh);
+/// Removes `annotations` from the IR (their users read the annotated value
+/// instead) and the `shard.sharding` ops they leave unused.
+void dropAnnotations(llvm::ArrayRef<Annotation> annotations);
+
 /// Reads a `shard.sharding` op (with Weft's `weft.blocks` extension).
 TensorSharding readSharding(mlir::shard::ShardingOp op, int64_t rank);
 /// Creates a `shard.sharding` op for `sharding` (partial state is not part
