@@ -2,6 +2,7 @@
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/RuntimeTypes.h"
+#include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -150,4 +151,20 @@ std::optional<llvm::StringRef> weft::runtimeTypeName(Type element) {
   if (element.isInteger(1))
     return llvm::StringRef("i1");
   return std::nullopt;
+}
+
+Value weft::createSplat(OpBuilder &builder, Location loc, RankedTensorType type,
+                        double value) {
+  Type element = type.getElementType();
+  Attribute attr =
+      llvm::isa<FloatType>(element)
+          ? Attribute(builder.getFloatAttr(element, value))
+          : Attribute(
+                builder.getIntegerAttr(element, static_cast<int64_t>(value)));
+  return ConstantOp::create(builder, loc, DenseElementsAttr::get(type, attr));
+}
+
+Value weft::createScalar(OpBuilder &builder, Location loc, Type element,
+                         double value) {
+  return createSplat(builder, loc, RankedTensorType::get({}, element), value);
 }

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/Transforms/Autodiff.h"
+#include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 
@@ -27,10 +28,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
 
 bool isFloatTensor(Value v) {
   auto type = llvm::dyn_cast<RankedTensorType>(v.getType());
@@ -55,21 +52,13 @@ private:
   Location loc;
 
   Value scalar(Type element, double value) {
-    auto type = RankedTensorType::get({}, element);
-    Attribute attr =
-        llvm::isa<FloatType>(element)
-            ? Attribute(b.getFloatAttr(element, value))
-            : Attribute(b.getIntegerAttr(element, static_cast<int64_t>(value)));
-    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, attr));
+    return createScalar(b, loc, element, value);
   }
   Value scalarLike(Value v, double value) {
-    return scalar(typeOf(v).getElementType(), value);
+    return scalar(tensorTypeOf(v).getElementType(), value);
   }
   Value zerosLike(RankedTensorType type) {
-    Type element = type.getElementType();
-    return ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(type, Attribute(b.getFloatAttr(element, 0))));
+    return createSplat(b, loc, type, 0);
   }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
@@ -77,17 +66,17 @@ private:
   Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
   Value neg(Value x) { return NegOp::create(b, loc, x); }
   Value reshape(Value x, ArrayRef<int64_t> shape) {
-    if (typeOf(x).getShape() == shape)
+    if (tensorTypeOf(x).getShape() == shape)
       return x;
     return ReshapeOp::create(
-        b, loc, RankedTensorType::get(shape, typeOf(x).getElementType()), x);
+        b, loc, RankedTensorType::get(shape, tensorTypeOf(x).getElementType()), x);
   }
   Value transpose(Value x, ArrayRef<int64_t> permutation) {
     return TransposeOp::create(b, loc, x, b.getDenseI64ArrayAttr(permutation));
   }
   /// Swaps the last two dims.
   Value transposeLast2(Value x) {
-    int64_t rank = typeOf(x).getRank();
+    int64_t rank = tensorTypeOf(x).getRank();
     SmallVector<int64_t> permutation =
         llvm::to_vector(llvm::seq<int64_t>(0, rank));
     std::swap(permutation[rank - 1], permutation[rank - 2]);
@@ -102,7 +91,7 @@ private:
   /// Sums a result-shaped adjoint down to the shape of a broadcast
   /// operand (numpy rules).
   Value unbroadcast(Value grad, RankedTensorType operand) {
-    RankedTensorType type = typeOf(grad);
+    RankedTensorType type = tensorTypeOf(grad);
     if (type.getShape() == operand.getShape())
       return grad;
     int64_t offset = type.getRank() - operand.getRank();
@@ -115,16 +104,16 @@ private:
   }
   /// Broadcasts `x` (kept dims of size 1) to `shape`.
   Value expandTo(Value x, ArrayRef<int64_t> shape) {
-    if (typeOf(x).getShape() == shape)
+    if (tensorTypeOf(x).getShape() == shape)
       return x;
     return ExpandOp::create(
-        b, loc, RankedTensorType::get(shape, typeOf(x).getElementType()), x);
+        b, loc, RankedTensorType::get(shape, tensorTypeOf(x).getElementType()), x);
   }
   Value castTo(Value x, Type element) {
-    if (typeOf(x).getElementType() == element)
+    if (tensorTypeOf(x).getElementType() == element)
       return x;
     return CastOp::create(
-        b, loc, RankedTensorType::get(typeOf(x).getShape(), element), x);
+        b, loc, RankedTensorType::get(tensorTypeOf(x).getShape(), element), x);
   }
 
   LogicalResult linear(LinearOp op, Value g, SmallVectorImpl<Value> &grads);
@@ -145,8 +134,8 @@ LogicalResult Backward::linear(LinearOp op, Value g,
   grads[0] = LinearOp::create(b, loc, g, w, Value(),
                               transposed ? UnitAttr() : b.getUnitAttr());
   // dW: x^T g over every leading dim.
-  int64_t k = typeOf(x).getShape().back(), n = typeOf(g).getShape().back();
-  int64_t rows = typeOf(x).getNumElements() / k;
+  int64_t k = tensorTypeOf(x).getShape().back(), n = tensorTypeOf(g).getShape().back();
+  int64_t rows = tensorTypeOf(x).getNumElements() / k;
   Value x2 = reshape(x, {rows, k}), g2 = reshape(g, {rows, n});
   grads[1] = transposed ? MatmulOp::create(b, loc, transposeLast2(g2), x2)
                         : MatmulOp::create(b, loc, transposeLast2(x2), g2);
@@ -158,13 +147,13 @@ LogicalResult Backward::linear(LinearOp op, Value g,
 LogicalResult Backward::matmul(MatmulOp op, Value g,
                                SmallVectorImpl<Value> &grads) {
   Value lhs = op.getLhs(), rhs = op.getRhs();
-  if (typeOf(lhs).getRank() < 2 || typeOf(rhs).getRank() < 2)
+  if (tensorTypeOf(lhs).getRank() < 2 || tensorTypeOf(rhs).getRank() < 2)
     return op.emitError("autodiff: weft.matmul of a 1-D operand has no "
                         "gradient rule");
   grads[0] = unbroadcast(MatmulOp::create(b, loc, g, transposeLast2(rhs)),
-                         typeOf(lhs));
+                         tensorTypeOf(lhs));
   grads[1] = unbroadcast(MatmulOp::create(b, loc, transposeLast2(lhs), g),
-                         typeOf(rhs));
+                         tensorTypeOf(rhs));
   return success();
 }
 
@@ -172,7 +161,7 @@ LogicalResult Backward::matmul(MatmulOp op, Value g,
 LogicalResult Backward::layerNorm(Operation *op, Value g, bool centered,
                                   SmallVectorImpl<Value> &grads) {
   Value x = op->getOperand(0), scale = op->getOperand(1);
-  RankedTensorType type = typeOf(x);
+  RankedTensorType type = tensorTypeOf(x);
   int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
   double epsilon =
       op->getAttrOfType<FloatAttr>("epsilon").getValue().convertToDouble();
@@ -210,7 +199,7 @@ LogicalResult Backward::attention(AttentionOp op, Value g,
                                   SmallVectorImpl<Value> &grads) {
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   Value mask = op.getMask();
-  RankedTensorType qt = typeOf(q), kt = typeOf(k), vt = typeOf(v);
+  RankedTensorType qt = tensorTypeOf(q), kt = tensorTypeOf(k), vt = tensorTypeOf(v);
   int64_t batch = qt.getDimSize(0), heads = qt.getDimSize(1),
           s = qt.getDimSize(2), d = qt.getDimSize(3);
   int64_t kvHeads = kt.getDimSize(1), t = kt.getDimSize(2),
@@ -236,7 +225,7 @@ LogicalResult Backward::attention(AttentionOp op, Value g,
                      scalar(element, scale));
   Value negInf = scalar(element, -INFINITY);
   if (mask) {
-    if (typeOf(mask).getElementType().isInteger(1))
+    if (tensorTypeOf(mask).getElementType().isInteger(1))
       scores = WhereOp::create(b, loc, mask, scores, negInf);
     else
       scores = add(scores, mask);
@@ -263,8 +252,8 @@ LogicalResult Backward::attention(AttentionOp op, Value g,
   grads[1] =
       perKvHead(MatmulOp::create(b, loc, transposeLast2(dsScaled), q), d);
   grads[2] = perKvHead(dvq, dv);
-  if (mask && !typeOf(mask).getElementType().isInteger(1))
-    grads[3] = unbroadcast(ds, typeOf(mask));
+  if (mask && !tensorTypeOf(mask).getElementType().isInteger(1))
+    grads[3] = unbroadcast(ds, tensorTypeOf(mask));
   return success();
 }
 
@@ -276,11 +265,11 @@ LogicalResult Backward::gather(GatherOp op, Value g,
     return op.emitError("autodiff: weft.gather has a gradient rule on axis "
                         "0 only");
   Value indices = op.getIndices();
-  RankedTensorType table = typeOf(op.getData());
+  RankedTensorType table = tensorTypeOf(op.getData());
   int64_t rows = table.getDimSize(0);
   int64_t width = table.getNumElements() / rows;
-  int64_t lookups = typeOf(indices).getNumElements();
-  Type indexType = typeOf(indices).getElementType();
+  int64_t lookups = tensorTypeOf(indices).getNumElements();
+  Type indexType = tensorTypeOf(indices).getElementType();
   Value ids = reshape(indices, {lookups, 1});
   // Negative indices count from the end, as in the forward gather.
   ids =
@@ -328,7 +317,7 @@ LogicalResult Backward::vjp(Operation *op, ArrayRef<Value> resultGrads,
   Value y = op->getNumResults() ? op->getResult(0) : Value();
   auto operand = [&](unsigned i) { return op->getOperand(i); };
   auto sameAsOperand = [&](unsigned i, Value grad) {
-    grads[i] = unbroadcast(grad, typeOf(operand(i)));
+    grads[i] = unbroadcast(grad, tensorTypeOf(operand(i)));
   };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<AddOp>([&](auto) {
@@ -436,11 +425,11 @@ LogicalResult Backward::vjp(Operation *op, ArrayRef<Value> resultGrads,
       })
       .Case<CastOp>([&](auto) {
         if (isFloatTensor(operand(0)))
-          grads[0] = castTo(g, typeOf(operand(0)).getElementType());
+          grads[0] = castTo(g, tensorTypeOf(operand(0)).getElementType());
         return success();
       })
       .Case<ReshapeOp, SqueezeOp, UnsqueezeOp>([&](auto) {
-        grads[0] = reshape(g, typeOf(operand(0)).getShape());
+        grads[0] = reshape(g, tensorTypeOf(operand(0)).getShape());
         return success();
       })
       .Case<ExpandOp>([&](auto) {
@@ -458,7 +447,7 @@ LogicalResult Backward::vjp(Operation *op, ArrayRef<Value> resultGrads,
         SmallVector<Value> parts;
         for (auto [i, result] : llvm::enumerate(split.getResults()))
           parts.push_back(resultGrads[i] ? resultGrads[i]
-                                         : zerosLike(typeOf(result)));
+                                         : zerosLike(tensorTypeOf(result)));
         grads[0] = ConcatOp::create(b, loc, parts, split.getAxisAttr());
         return success();
       })
@@ -466,7 +455,7 @@ LogicalResult Backward::vjp(Operation *op, ArrayRef<Value> resultGrads,
         int64_t axis = static_cast<int64_t>(concat.getAxis());
         int64_t offset = 0;
         for (auto [i, input] : llvm::enumerate(concat.getInputs())) {
-          RankedTensorType type = typeOf(input);
+          RankedTensorType type = tensorTypeOf(input);
           SmallVector<int64_t> offsets(type.getRank(), 0),
               strides(type.getRank(), 1);
           offsets[axis] = offset;
@@ -479,7 +468,7 @@ LogicalResult Backward::vjp(Operation *op, ArrayRef<Value> resultGrads,
       })
       .Case<SliceOp>([&](SliceOp slice) -> LogicalResult {
         // Zeros around the slice, dim by dim.
-        RankedTensorType in = typeOf(slice.getInput());
+        RankedTensorType in = tensorTypeOf(slice.getInput());
         Value grad = g;
         for (int64_t d = 0; d < in.getRank(); ++d) {
           if (slice.getStrides()[d] != 1)
@@ -488,7 +477,7 @@ LogicalResult Backward::vjp(Operation *op, ArrayRef<Value> resultGrads,
           int64_t before = slice.getOffsets()[d];
           int64_t after = in.getDimSize(d) - before - slice.getSizes()[d];
           SmallVector<Value> pieces;
-          SmallVector<int64_t> shape(typeOf(grad).getShape());
+          SmallVector<int64_t> shape(tensorTypeOf(grad).getShape());
           if (before) {
             shape[d] = before;
             pieces.push_back(
@@ -517,7 +506,7 @@ LogicalResult Backward::vjp(Operation *op, ArrayRef<Value> resultGrads,
         return success();
       })
       .Case<ReduceSumOp, ReduceMeanOp>([&](Operation *reduce) {
-        RankedTensorType in = typeOf(reduce->getOperand(0));
+        RankedTensorType in = tensorTypeOf(reduce->getOperand(0));
         ArrayRef<int64_t> axes =
             reduce->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
         SmallVector<int64_t> kept(in.getShape());
@@ -633,7 +622,7 @@ FailureOr<func::FuncOp> weft::buildGradientFunction(func::FuncOp func,
       g = ConstantOp::create(
           b, grad.getLoc(),
           DenseElementsAttr::get(
-              typeOf(arg), b.getFloatAttr(typeOf(arg).getElementType(), 0)));
+              tensorTypeOf(arg), b.getFloatAttr(tensorTypeOf(arg).getElementType(), 0)));
     results.push_back(g);
     names.push_back(b.getStringAttr("grad:" + param.getValue()));
   }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 
@@ -27,10 +28,6 @@ using namespace weft;
 
 namespace {
 
-RankedTensorType tensorType(Value value) {
-  return llvm::cast<RankedTensorType>(value.getType());
-}
-
 /// The dim a collective splits or gathers; 0 for an all-reduce (whose
 /// rank-major layout is [1, k]).
 int64_t collectiveDim(Operation *op) {
@@ -47,7 +44,7 @@ std::string bucketKey(Operation *op) {
   llvm::raw_string_ostream os(key);
   os << op->getName() << " " << op->getAttr("grid") << " "
      << op->getAttr("grid_axes") << " " << op->getAttr("reduction") << " "
-     << tensorType(op->getOperand(0)).getElementType();
+     << tensorTypeOf(op->getOperand(0)).getElementType();
   return key;
 }
 
@@ -55,7 +52,7 @@ bool isBucketable(Operation *op) {
   return isa<shard::AllReduceOp, shard::ReduceScatterOp, shard::AllGatherOp>(
              op) &&
          llvm::isa<RankedTensorType>(op->getOperand(0).getType()) &&
-         tensorType(op->getOperand(0)).hasStaticShape();
+         tensorTypeOf(op->getOperand(0)).hasStaticShape();
 }
 
 /// `dim` moved to the front (nothing to move in a scalar).
@@ -193,7 +190,7 @@ private:
   };
 
   static int64_t bytesOf(Operation *op) {
-    RankedTensorType type = tensorType(op->getOperand(0));
+    RankedTensorType type = tensorTypeOf(op->getOperand(0));
     return type.getNumElements() * type.getElementTypeBitWidth() / 8;
   }
 
@@ -223,7 +220,7 @@ private:
 
   /// `value` in rank-major layout: `dim` first, then [rows, rest].
   Value toRankMajor(Value value, int64_t dim, int64_t rows, Location loc) {
-    RankedTensorType type = tensorType(value);
+    RankedTensorType type = tensorTypeOf(value);
     if (dim != 0)
       value = TransposeOp::create(
           builder, loc, value,
@@ -278,8 +275,8 @@ private:
     // Rows of the operand and of the result in rank-major layout.
     int64_t parts = 1;
     if (!isa<shard::AllReduceOp>(first)) {
-      RankedTensorType in = tensorType(first->getOperand(0));
-      RankedTensorType out = tensorType(first->getResult(0));
+      RankedTensorType in = tensorTypeOf(first->getOperand(0));
+      RankedTensorType out = tensorTypeOf(first->getResult(0));
       int64_t dim = collectiveDim(first);
       parts = std::max(in.getDimSize(dim), out.getDimSize(dim)) /
               std::min(in.getDimSize(dim), out.getDimSize(dim));
@@ -292,11 +289,11 @@ private:
     for (Operation *member : members) {
       pieces.push_back(toRankMajor(member->getOperand(0), collectiveDim(member),
                                    operandRows, member->getLoc()));
-      widths.push_back(tensorType(pieces.back()).getDimSize(1));
+      widths.push_back(tensorTypeOf(pieces.back()).getDimSize(1));
     }
     Value combined =
         ConcatOp::create(builder, loc, pieces, builder.getI64IntegerAttr(1));
-    RankedTensorType combinedType = tensorType(combined);
+    RankedTensorType combinedType = tensorTypeOf(combined);
     // Each rank's row keeps its width: only the number of rows changes.
     int64_t width = combinedType.getDimSize(1);
     OperationState state(loc, first->getName());
@@ -318,7 +315,7 @@ private:
           ArrayRef<int64_t>{resultRows, pieceWidth}, ArrayRef<int64_t>{1, 1});
       offset += pieceWidth;
       Value result =
-          fromRankMajor(piece, tensorType(member->getResult(0)),
+          fromRankMajor(piece, tensorTypeOf(member->getResult(0)),
                         collectiveDim(member), member->getLoc());
       member->getResult(0).replaceAllUsesWith(result);
     }

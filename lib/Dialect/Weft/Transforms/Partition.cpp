@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
@@ -28,10 +29,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-
-RankedTensorType tensorType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
 
 RankedTensorType withShape(RankedTensorType type, ArrayRef<int64_t> shape) {
   return RankedTensorType::get(shape, type.getElementType());
@@ -172,7 +169,7 @@ bool sumsOverPaddingSafely(Operation *op, const OpShardingRule &rule,
     for (auto [dim, f] : llvm::enumerate(rule.operandFactors[index])) {
       if (f != factor)
         continue;
-      padded |= tensorType(operand).getDimSize(dim) % parts != 0;
+      padded |= tensorTypeOf(operand).getDimSize(dim) % parts != 0;
       auto arg = llvm::dyn_cast<BlockArgument>(operand);
       weight |=
           arg && func &&
@@ -185,9 +182,9 @@ bool sumsOverPaddingSafely(Operation *op, const OpShardingRule &rule,
 /// be reduced after it, in the wider type.
 bool widensFloat(CastOp cast) {
   auto from =
-      llvm::dyn_cast<FloatType>(tensorType(cast.getInput()).getElementType());
+      llvm::dyn_cast<FloatType>(tensorTypeOf(cast.getInput()).getElementType());
   auto to =
-      llvm::dyn_cast<FloatType>(tensorType(cast.getResult()).getElementType());
+      llvm::dyn_cast<FloatType>(tensorTypeOf(cast.getResult()).getElementType());
   return from && to && from.getWidth() < to.getWidth();
 }
 
@@ -211,7 +208,7 @@ private:
     auto it = desired.find(global);
     if (it != desired.end())
       return it->second;
-    return TensorSharding::replicated(tensorType(global).getRank());
+    return TensorSharding::replicated(tensorTypeOf(global).getRank());
   }
 
   FailureOr<Value> reshard(Value global, const TensorSharding &to,
@@ -242,18 +239,12 @@ private:
 
 /// Pads `value` with zeros along `dim` up to `size`.
 Value Partitioner::padTo(Value value, int64_t dim, int64_t size, Location loc) {
-  RankedTensorType type = tensorType(value);
+  RankedTensorType type = tensorTypeOf(value);
   if (type.getDimSize(dim) == size)
     return value;
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] = size - shape[dim];
-  auto zerosType = withShape(type, shape);
-  Type element = type.getElementType();
-  Attribute zero = llvm::isa<FloatType>(element)
-                       ? Attribute(builder.getFloatAttr(element, 0))
-                       : Attribute(builder.getIntegerAttr(element, 0));
-  Value zeros =
-      ConstantOp::create(builder, loc, DenseElementsAttr::get(zerosType, zero));
+  Value zeros = createSplat(builder, loc, withShape(type, shape), 0);
   return ConcatOp::create(builder, loc, ValueRange{value, zeros},
                           builder.getI64IntegerAttr(dim));
 }
@@ -261,7 +252,7 @@ Value Partitioner::padTo(Value value, int64_t dim, int64_t size, Location loc) {
 /// The first `size` elements of `value` along `dim`.
 Value Partitioner::truncateTo(Value value, int64_t dim, int64_t size,
                               Location loc) {
-  RankedTensorType type = tensorType(value);
+  RankedTensorType type = tensorTypeOf(value);
   if (type.getDimSize(dim) == size)
     return value;
   SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
@@ -277,7 +268,7 @@ Value Partitioner::truncateTo(Value value, int64_t dim, int64_t size,
 Value Partitioner::emitStep(Value value, const Step &step, Location loc,
                             ArrayRef<int64_t> globalShape,
                             TensorSharding &cur) {
-  RankedTensorType type = tensorType(value);
+  RankedTensorType type = tensorTypeOf(value);
   SmallVector<int64_t> shape(type.getShape());
   int64_t parts = mesh.size(step.axes);
   auto grid = FlatSymbolRefAttr::get(builder.getContext(), mesh.symbol);
@@ -376,7 +367,7 @@ FailureOr<Value> Partitioner::reshard(Value global, const TensorSharding &to,
   TensorSharding cur = local.sharding;
   for (const Step &step : *steps)
     value = emitStep(value, step, global.getLoc(),
-                     tensorType(global).getShape(), cur);
+                     tensorTypeOf(global).getShape(), cur);
   if (!perUse)
     reshards.emplace_back(global, to, value);
   return value;
@@ -450,7 +441,7 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
   }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     TensorSharding required =
-        TensorSharding::replicated(tensorType(operand).getRank());
+        TensorSharding::replicated(tensorTypeOf(operand).getRank());
     for (auto [dim, factor] : llvm::enumerate(rule.operandFactors[index]))
       if (factor >= 0 && plan.factors[factor]) {
         required.dims[dim] = *plan.factors[factor];
@@ -461,7 +452,7 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
         planReshard(locals.at(operand).sharding, required);
     plan.cost +=
         succeeded(steps)
-            ? costOf(*steps, tensorType(locals.at(operand).value), mesh)
+            ? costOf(*steps, tensorTypeOf(locals.at(operand).value), mesh)
             : INT64_MAX / 4;
     plan.operands.push_back(required);
   }
@@ -471,7 +462,7 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
       llvm::append_range(partial, sharding->axes);
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
     TensorSharding produced =
-        TensorSharding::replicated(tensorType(result).getRank());
+        TensorSharding::replicated(tensorTypeOf(result).getRank());
     for (auto [dim, factor] : llvm::enumerate(rule.resultFactors[index]))
       if (factor >= 0 && plan.factors[factor]) {
         produced.dims[dim] = *plan.factors[factor];
@@ -481,10 +472,10 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
     FailureOr<SmallVector<Step>> steps =
         planReshard(produced, desiredOf(result));
     SmallVector<int64_t> localShape =
-        produced.localShape(tensorType(result).getShape(), mesh);
+        produced.localShape(tensorTypeOf(result).getShape(), mesh);
     plan.cost +=
         succeeded(steps)
-            ? costOf(*steps, withShape(tensorType(result), localShape), mesh)
+            ? costOf(*steps, withShape(tensorTypeOf(result), localShape), mesh)
             : INT64_MAX / 4;
     plan.results.push_back(produced);
   }
@@ -495,7 +486,7 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
 void setLocalResultTypes(Operation *local, Operation *global,
                          ArrayRef<TensorSharding> shardings, const Mesh &mesh) {
   for (auto [index, result] : llvm::enumerate(global->getResults())) {
-    RankedTensorType type = tensorType(result);
+    RankedTensorType type = tensorTypeOf(result);
     local->getResult(index).setType(
         withShape(type, shardings[index].localShape(type.getShape(), mesh)));
   }
@@ -514,7 +505,7 @@ std::optional<OpPlan> Partitioner::planPartialPassThrough(Operation *op) {
   const TensorSharding *partial = nullptr;
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     const TensorSharding &sharding = locals.at(operand).sharding;
-    bool scalar = tensorType(operand).getNumElements() == 1 &&
+    bool scalar = tensorTypeOf(operand).getNumElements() == 1 &&
                   sharding.isReplicated() && sharding.partial.empty();
     if (sharding.partial.empty()) {
       // A whole scalar factor (or divisor), only for a product.
@@ -525,7 +516,7 @@ std::optional<OpPlan> Partitioner::planPartialPassThrough(Operation *op) {
     // A partial sum read elsewhere too is reduced anyway: reducing it here
     // as well would double the traffic.
     if (!operand.hasOneUse() ||
-        tensorType(operand).getShape() != tensorType(result).getShape() ||
+        tensorTypeOf(operand).getShape() != tensorTypeOf(result).getShape() ||
         (partial && !(*partial == sharding)) ||
         (partial && !isa<AddOp, SubOp>(op)))
       return std::nullopt;
@@ -541,9 +532,9 @@ std::optional<OpPlan> Partitioner::planPartialPassThrough(Operation *op) {
   FailureOr<SmallVector<Step>> steps =
       planReshard(*partial, desiredOf(result));
   SmallVector<int64_t> localShape =
-      partial->localShape(tensorType(result).getShape(), mesh);
+      partial->localShape(tensorTypeOf(result).getShape(), mesh);
   plan.cost = succeeded(steps) ? costOf(*steps,
-                                        withShape(tensorType(result), localShape),
+                                        withShape(tensorTypeOf(result), localShape),
                                         mesh)
                                : INT64_MAX / 4;
   return plan;
@@ -563,10 +554,10 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   } else {
     for (Value operand : op->getOperands())
       plan.operands.push_back(
-          TensorSharding::replicated(tensorType(operand).getRank()));
+          TensorSharding::replicated(tensorTypeOf(operand).getRank()));
     for (Value result : op->getResults())
       plan.results.push_back(
-          TensorSharding::replicated(tensorType(result).getRank()));
+          TensorSharding::replicated(tensorTypeOf(result).getRank()));
   }
   SmallVector<Value> operands;
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
@@ -589,7 +580,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     Operation *whole = builder.clone(*op);
     locals[op->getResult(0)] = {
         whole->getResult(0),
-        TensorSharding::replicated(tensorType(op->getResult(0)).getRank())};
+        TensorSharding::replicated(tensorTypeOf(op->getResult(0)).getRank())};
     FailureOr<Value> sliced = reshard(op->getResult(0), plan.results[0], op);
     if (failed(sliced))
       return failure();
@@ -656,7 +647,7 @@ LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
   Location loc = op.getLoc();
   Value table = operands[0], indices = operands[1];
   ArrayRef<MeshAxis> axes = plan.operands[0].dims[0].axes;
-  int64_t rows = tensorType(table).getDimSize(0);
+  int64_t rows = tensorTypeOf(table).getDimSize(0);
   // This rank's linear position along `axes` (major to minor).
   auto position = shard::ProcessMultiIndexOp::create(
       builder, loc, mesh.symbol, SmallVector<MeshAxis>(axes));
@@ -668,21 +659,15 @@ LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
     linear = arith::AddIOp::create(builder, loc, scaled,
                                    position.getResult()[index]);
   }
-  Type indexType = tensorType(indices).getElementType();
+  Type indexType = tensorTypeOf(indices).getElementType();
   Value first = arith::MulIOp::create(
       builder, loc, linear, arith::ConstantIndexOp::create(builder, loc, rows));
   Value firstScalar =
       arith::IndexCastOp::create(builder, loc, indexType, first);
   Value firstTensor = tensor::FromElementsOp::create(
       builder, loc, RankedTensorType::get({}, indexType), firstScalar);
-  auto scalarConstant = [&](Type type, double value) -> Value {
-    auto scalarType = RankedTensorType::get({}, type);
-    Attribute attr = llvm::isa<FloatType>(type)
-                         ? Attribute(builder.getFloatAttr(type, value))
-                         : Attribute(builder.getIntegerAttr(
-                               type, static_cast<int64_t>(value)));
-    return ConstantOp::create(builder, loc,
-                              DenseElementsAttr::get(scalarType, attr));
+  auto scalarConstant = [&](Type type, double value) {
+    return createScalar(builder, loc, type, value);
   };
   Value offset = SubOp::create(builder, loc, indices, firstTensor);
   Value inRange = AndOp::create(
@@ -694,12 +679,12 @@ LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
                                scalarConstant(indexType, 0));
   auto lookup = GatherOp::create(builder, loc, table, safe, op.getAxisAttr());
   // The mask gets trailing unit dims for the table's row dims.
-  RankedTensorType maskType = tensorType(inRange);
+  RankedTensorType maskType = tensorTypeOf(inRange);
   SmallVector<int64_t> maskShape(maskType.getShape());
-  maskShape.append(tensorType(table).getRank() - 1, 1);
+  maskShape.append(tensorTypeOf(table).getRank() - 1, 1);
   Value mask =
       ReshapeOp::create(builder, loc, withShape(maskType, maskShape), inRange);
-  Type element = tensorType(table).getElementType();
+  Type element = tensorTypeOf(table).getElementType();
   auto masked =
       WhereOp::create(builder, loc, mask, lookup, scalarConstant(element, 0));
   locals[op.getResult()] = {masked.getResult(), plan.results[0]};
@@ -738,7 +723,7 @@ LogicalResult Partitioner::partitionReturn(func::ReturnOp op) {
       return failure();
     results.push_back(*local);
     shardings.push_back(
-        builder.getDictionaryAttr(shardingAttrs(whole, tensorType(operand))));
+        builder.getDictionaryAttr(shardingAttrs(whole, tensorTypeOf(operand))));
   }
   builder.setInsertionPoint(op);
   func::ReturnOp::create(builder, op.getLoc(), results);

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Autodiff.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
@@ -58,26 +59,18 @@ int64_t contractionFlops(func::FuncOp func) {
   return flops;
 }
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 class StepBuilder {
 public:
   StepBuilder(OpBuilder &b, Location loc, Type element)
       : b(b), loc(loc), element(element) {}
 
-  Value scalar(double value) {
-    auto type = RankedTensorType::get({}, element);
-    return ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
-  }
+  Value scalar(double value) { return createScalar(b, loc, element, value); }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
   Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
   Value sumAll(Value x) {
-    int64_t rank = typeOf(x).getRank();
+    int64_t rank = tensorTypeOf(x).getRank();
     if (rank == 0)
       return x;
     return ReduceSumOp::create(
@@ -87,16 +80,16 @@ public:
   }
   Value castTo(Value x, Type to) {
     return CastOp::create(b, loc,
-                          RankedTensorType::get(typeOf(x).getShape(), to), x);
+                          RankedTensorType::get(tensorTypeOf(x).getShape(), to), x);
   }
 
   /// Mean cross-entropy of logits [..., V] against integer labels [...],
   /// over the positions whose label is not `ignoreIndex`.
   Value crossEntropy(Value logits, Value labels, int64_t ignoreIndex) {
-    RankedTensorType logitsType = typeOf(logits);
+    RankedTensorType logitsType = tensorTypeOf(logits);
     int64_t rank = logitsType.getRank();
     int64_t vocab = logitsType.getShape().back();
-    Type labelType = typeOf(labels).getElementType();
+    Type labelType = tensorTypeOf(labels).getElementType();
     Value logProbs =
         LogSoftmaxOp::create(b, loc, logits, b.getI64IntegerAttr(rank - 1));
     Value classes = RangeOp::create(
@@ -357,7 +350,7 @@ struct WeftDeriveTrainStepPass
       Value g = clipScale ? s.mul(grads[j], clipScale) : grads[j];
       // Matrices decay; biases, norms and other vectors do not (as in GPT
       // training recipes).
-      Value decayed = weightDecay != 0 && typeOf(param).getRank() >= 2
+      Value decayed = weightDecay != 0 && tensorTypeOf(param).getRank() >= 2
                           ? s.mul(param, s.scalar(weightDecay))
                           : Value();
       Value update;
