@@ -16,7 +16,7 @@ import tempfile
 import numpy as np
 import onnx
 
-from test_data import dim_bindings, graph_inputs, load_pb
+from test_data import dim_bindings, graph_inputs, load_pb, run_model
 
 RTOL, ATOL = 1e-4, 1e-5
 # The one model with large contractions (K = 768 and 2304): float32 rounding
@@ -25,20 +25,6 @@ RTOL, ATOL = 1e-4, 1e-5
 # 4e-5 (utils/check_model_numerics.py), so two correct float32
 # implementations may differ by twice that.
 ATOL_OVERRIDES = {"ortdata_gpt2_attention_block_past_pytorch15_opset11": 1e-4}
-
-
-def run_executable(exe, names, arrays, outputs, workdir):
-    args = [str(exe)]
-    for i, (name, array) in enumerate(zip(names, arrays)):
-        path = workdir / f"in{i}.npy"
-        np.save(path, array)
-        args += ["--input", f"{name}={path}"]
-    for i, name in enumerate(outputs):
-        args += ["--output", f"{name}={workdir / f'out{i}.npy'}"]
-    proc = subprocess.run(args, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.strip())
-    return [np.load(workdir / f"out{i}.npy") for i in range(len(outputs))]
 
 
 def compare(actual, expected, atol=ATOL):
@@ -92,7 +78,8 @@ def main():
             try:
                 if compile_.returncode != 0:
                     raise RuntimeError(compile_.stderr.strip())
-                actual = run_executable(exe, names, inputs, outputs, work)
+                actual = run_model([str(exe)], dict(zip(names, inputs)), outputs,
+                                   work)
                 atol = ATOL_OVERRIDES.get(model_dir.name, ATOL)
                 checks += [(f"{n} vs test data",) + compare(a, e, atol)
                            for n, a, e in zip(outputs, actual, expected)]
@@ -104,7 +91,8 @@ def main():
                     session = ort.InferenceSession(str(model_dir / "model.onnx"),
                                                    providers=["CPUExecutionProvider"])
                     reference = session.run(None, dict(zip(names, fresh)))
-                    actual = run_executable(exe, names, fresh, outputs, work)
+                    actual = run_model([str(exe)], dict(zip(names, fresh)), outputs,
+                                       work)
                     checks += [(f"{n} vs onnxruntime",) + compare(a, e, atol)
                                for n, a, e in zip(outputs, actual, reference)]
             except RuntimeError as error:

@@ -16,6 +16,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from test_data import run_model
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
@@ -54,12 +56,9 @@ def main():
         subprocess.run([args.weftc, str(model), "--program=gradients", "-o", str(exe)],
                        check=True)
         outputs = ["loss"] + [f"grad:{name}" for name in params]
-        command = [str(exe), "--input", f"input_ids={work / 'ids.npy'}",
-                   "--input", f"labels={work / 'labels.npy'}"]
-        for i, name in enumerate(outputs):
-            command += ["--output", f"{name}={work / f'out{i}.npy'}"]
-        subprocess.run(command, check=True)
-        weft = {name: np.load(work / f"out{i}.npy") for i, name in enumerate(outputs)}
+        results = run_model([str(exe)], {"input_ids": ids, "labels": labels},
+                            outputs, work)
+        weft = dict(zip(outputs, results))
         subprocess.run([args.torch_python, str(here / "torch_gpt_gradients.py"),
                         str(work / "params.npz"), str(work / "ids.npy"),
                         str(work / "labels.npy"), str(work / "torch.npz"),

@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 
 from check_compiled_models import compare, random_like
-from test_data import graph_inputs, load_pb
+from test_data import graph_inputs, load_pb, run_model
 
 STRATEGIES = {
     "dp=4": ["--mesh", "dp=4", "--parallel", "dp"],
@@ -65,21 +65,6 @@ def _fresh_ints(tiled, original, rng):
     return rng.integers(0, high, size=tiled.shape).astype(tiled.dtype)
 
 
-def run(command, names, arrays, outputs, work, tag):
-    args = list(command)
-    for i, (name, array) in enumerate(zip(names, arrays)):
-        path = work / f"{tag}_in{i}.npy"
-        np.save(path, array)
-        args += ["--input", f"{name}={path}"]
-    for i, name in enumerate(outputs):
-        args += ["--output", f"{name}={work / f'{tag}_out{i}.npy'}"]
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.strip().splitlines()[-1]
-                           if proc.stderr.strip() else f"exit {proc.returncode}")
-    return [np.load(work / f"{tag}_out{i}.npy") for i in range(len(outputs))]
-
-
 def check_model(path, test_inputs, args, rng, work):
     model = onnx.load(str(path), load_external_data=False)
     names = [i.name for i in graph_inputs(model)]
@@ -91,7 +76,8 @@ def check_model(path, test_inputs, args, rng, work):
                               capture_output=True, text=True)
     if compiled.returncode != 0:
         return [(name, False, compiled.stderr.strip()) for name in STRATEGIES]
-    reference = run([str(single)], names, inputs, outputs, work, "single")
+    reference = run_model([str(single)], dict(zip(names, inputs)), outputs,
+                          work, "single")
     results = []
     for name, flags in STRATEGIES.items():
         exe = work / name.replace("=", "").replace(",", "_").replace("+", "_")
@@ -102,8 +88,9 @@ def check_model(path, test_inputs, args, rng, work):
             results.append((name, False, compiled.stderr.strip()))
             continue
         try:
-            actual = run([args.weft_run, "--timeout", "300", str(exe)], names,
-                         inputs, outputs, work, exe.name)
+            actual = run_model([args.weft_run, "--timeout", "300", str(exe)],
+                               dict(zip(names, inputs)), outputs, work,
+                               exe.name)
         except (RuntimeError, subprocess.TimeoutExpired) as error:
             results.append((name, False, str(error)))
             continue
