@@ -325,6 +325,15 @@ def main():
 # Hydra's report of a failed rank; weft-run says it in one line instead.
 BANNER = re.compile(r"^(=+$|=   |YOUR APPLICATION TERMINATED|This typically "
                     r"refers|Please see the FAQ)")
+# What UCX prints in a rank whose peer has died mid-transfer: a fatal
+# transport error ("[host:pid:tid:n] cma_ep.c:81 process_vm_readv(...)")
+# and its backtrace. They follow from the death weft-run reports, so they
+# are held back: dropped when a rank was killed or failed with an error of
+# its own, shown otherwise (a crash's own backtrace looks the same) and
+# always with WEFT_RUN_VERBOSE=1.
+TRANSPORT_NOISE = re.compile(r"^(\[\S+:\d+:\d+:\d+\]|==== backtrace|\s*\d+\s+\S+"
+                             r"\(.*\) \[0x[0-9a-f]+\]$|\s*\d+\s+\S+\(\+0x[0-9a-f]+\) "
+                             r"\[0x[0-9a-f]+\]$|={10,}$)")
 
 
 def supervise(command, env, run_dir, timeout):
@@ -332,6 +341,8 @@ def supervise(command, env, run_dir, timeout):
                                stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     report = {}
+    held = []
+    verbose = os.environ.get("WEFT_RUN_VERBOSE") == "1"
 
     def forward(stream, sink):
         blank_lines = 0  # held back: Hydra's report starts with one
@@ -344,6 +355,9 @@ def supervise(command, env, run_dir, timeout):
                 report.setdefault("signal", int(signal_text.group(1)))
             if BANNER.match(line):
                 blank_lines = 0
+                continue
+            if not verbose and sink is sys.stderr and TRANSPORT_NOISE.match(line):
+                held.append(line)
                 continue
             if not line.strip():
                 blank_lines += 1
@@ -369,8 +383,14 @@ def supervise(command, env, run_dir, timeout):
     for reader in readers:
         reader.join(timeout=5)
     if process.returncode == 0:
+        sys.stderr.write("".join(held))
         return 0
     pids = rank_pids(run_dir)
+
+    def show_held(number):
+        if number not in (signal.SIGKILL, signal.SIGTERM):
+            sys.stderr.write("".join(held))
+
     # A rank that failed with an error has said so, and recorded it.
     for rank in sorted(pids):
         status = read_exit(run_dir, rank)
@@ -379,19 +399,39 @@ def supervise(command, env, run_dir, timeout):
                  "were stopped")
     # The wrapper of a rank that died by a signal recorded it; the ranks
     # the launcher stopped afterwards took their wrappers with them.
+    # The first to die is named: a killed rank's peers may abort after it
+    # (their transport loses the peer).
     by_pid = {pid: rank for rank, pid in pids.items()}
-    for name in sorted(os.listdir(run_dir)):
+    deaths = []
+    for name in os.listdir(run_dir):
         match = re.fullmatch(r"died\.(\d+)", name)
         if match and int(match.group(1)) in by_pid:
-            with open(os.path.join(run_dir, name)) as f:
+            path = os.path.join(run_dir, name)
+            with open(path) as f:
                 number = int(f.read().strip() or 0)
-            pid = int(match.group(1))
-            fail(f"rank {by_pid[pid]} (pid {pid}) died ({signal_name(number)});"
-                 " the other ranks were stopped")
+            deaths.append((os.stat(path).st_mtime_ns, int(match.group(1)),
+                           number))
+    # A peer's transport error names the rank it lost: that one died first,
+    # whatever the order the wrappers recorded the deaths in.
+    lost = {int(found.group(1)) for line in held
+            for found in [re.search(r"\(pid=(\d+) ", line)] if found}
+    first = [d for d in deaths if d[1] in lost]
+    if not first and lost & set(by_pid):
+        # Its wrapper was stopped before it could record how it died.
+        pid = min(lost & set(by_pid))
+        fail(f"rank {by_pid[pid]} (pid {pid}) died; the other ranks were "
+             "stopped")
+    deaths = first or deaths
+    if deaths:
+        _, pid, number = min(deaths)
+        show_held(number)
+        fail(f"rank {by_pid[pid]} (pid {pid}) died ({signal_name(number)});"
+             " the other ranks were stopped")
     # Hydra's report names a pid, though not always the first to die.
     rank = by_pid.get(report.get("pid"))
     who = f"rank {rank} (pid {pids[rank]})" if rank is not None else "a rank"
     cause = f" ({signal_name(report['signal'])})" if "signal" in report else ""
+    show_held(report.get("signal"))
     fail(f"{who} died{cause}; the other ranks were stopped")
 
 
