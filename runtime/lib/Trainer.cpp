@@ -17,7 +17,10 @@
 #include "weft/ShardLayout.h"
 
 #include <chrono>
+#include <fcntl.h>
 #include <omp.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +45,41 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+
+/// A token file, mapped read-only (pages are read as windows touch them).
+struct TokenFile {
+  const uint16_t *tokens = nullptr;
+  size_t count = 0;
+  size_t bytes = 0;
+
+  bool open(const std::string &path, std::string &error) {
+    int fd = path.empty() ? -1 : ::open(path.c_str(), O_RDONLY);
+    struct stat status;
+    if (fd < 0 || fstat(fd, &status) != 0) {
+      if (fd >= 0)
+        close(fd);
+      error = "cannot read the token file '" + path + "' (pass --data FILE)";
+      return false;
+    }
+    bytes = size_t(status.st_size);
+    count = bytes / 2;
+    if (bytes) {
+      void *mapped = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (mapped == MAP_FAILED) {
+        close(fd);
+        error = "cannot map the token file '" + path + "'";
+        return false;
+      }
+      tokens = static_cast<const uint16_t *>(mapped);
+    }
+    close(fd);
+    return true;
+  }
+  ~TokenFile() {
+    if (tokens)
+      munmap(const_cast<uint16_t *>(tokens), bytes);
+  }
+};
 
 double learningRate(const TrainOptions &options, int64_t step) {
   double minLr = options.minLr >= 0 ? options.minLr : options.lr / 10;
@@ -106,25 +144,16 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   for (int d = 0; d + 1 < idsInfo->rank; ++d)
     batch *= idsInfo->shape[d];
 
-  // The corpus: little-endian uint16 tokens.
-  std::ifstream file(options.data, std::ios::binary | std::ios::ate);
-  if (options.data.empty() || !file)
-    return fail(rank, "cannot read the token file '" + options.data +
-                          "' (pass --data FILE)");
-  std::vector<uint16_t> tokens(size_t(file.tellg()) / 2);
-  file.seekg(0);
-  file.read(reinterpret_cast<char *>(tokens.data()), tokens.size() * 2);
-  if (int64_t(tokens.size()) < seq + 2)
+  // The corpus: little-endian uint16 tokens, mapped; a rank reads only
+  // the windows of its own rows, and checks each token it reads.
+  TokenFile corpus;
+  if (std::string message; !corpus.open(options.data, message))
+    return fail(rank, message);
+  if (int64_t(corpus.count) < seq + 2)
     return fail(rank, "the token file '" + options.data + "' has " +
-                          std::to_string(tokens.size()) +
+                          std::to_string(corpus.count) +
                           " tokens; a sequence needs " +
                           std::to_string(seq + 1));
-  for (size_t t = 0; t < tokens.size(); ++t)
-    if (vocab && tokens[t] >= vocab)
-      return fail(rank, "token " + std::to_string(tokens[t]) + " at position " +
-                            std::to_string(t) + " of '" + options.data +
-                            "' is outside the vocabulary (" +
-                            std::to_string(vocab) + ")");
 
   // Writable copies of this rank's parameter shards.
   std::vector<std::vector<char>> paramCopies;
@@ -203,6 +232,27 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   };
 
   std::vector<int64_t> ids(batch * seq), labels(batch * seq);
+  // The rows (windows) in this rank's shards of input_ids and labels: the
+  // shard of a tensor holding each element's row number.
+  std::vector<bool> ownRow(batch, false);
+  for (const char *name : {"input_ids", "labels"}) {
+    const weft_buffer_info *info = weft_model_buffer(model, inputs[name]);
+    ShardSpec spec = bufferSpec(info);
+    if (spec.isReplicated()) {
+      ownRow.assign(batch, true);
+      break;
+    }
+    std::vector<int64_t> rowOf(batch * seq), local(info->local_bytes / 8, -1);
+    for (size_t i = 0; i < rowOf.size(); ++i)
+      rowOf[i] = int64_t(i) / seq;
+    spec.extract(rowOf.data(), local.data(),
+                 std::vector<int64_t>(info->shape, info->shape + info->rank),
+                 sizeof(int64_t), spec.shardIndex(world.coordinates, mesh),
+                 mesh);
+    for (int64_t row : local)
+      if (row >= 0)
+        ownRow[row] = true;
+  }
   std::vector<char> idsShard(idsInfo->local_bytes),
       labelsShard(weft_model_buffer(model, inputs["labels"])->local_bytes);
   float lr = 0, bias1 = 1, bias2 = 1;
@@ -258,13 +308,25 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
            options.peakTflops > 0 ? "--peak-tflops" : "estimated");
   char error[1024];
   for (int64_t step = firstStep; step <= options.steps; ++step) {
-    // The batch: `batch` windows of seq + 1 tokens at seeded offsets.
+    // The batch: `batch` windows of seq + 1 tokens at seeded offsets; this
+    // rank draws its own rows.
     for (int64_t b = 0; b < batch; ++b) {
+      if (!ownRow[b])
+        continue;
       uint64_t offset = mix(mix(seed) ^ mix(step * 1000003 + b)) %
-                        (tokens.size() - seq - 1);
-      for (int64_t s = 0; s < seq; ++s) {
-        ids[b * seq + s] = tokens[offset + s];
-        labels[b * seq + s] = tokens[offset + s + 1];
+                        (corpus.count - seq - 1);
+      for (int64_t s = 0; s <= seq; ++s) {
+        uint16_t token = corpus.tokens[offset + s];
+        if (vocab && token >= vocab)
+          return fail(rank, "token " + std::to_string(token) +
+                                " at position " + std::to_string(offset + s) +
+                                " of '" + options.data +
+                                "' is outside the vocabulary (" +
+                                std::to_string(vocab) + ")");
+        if (s < seq)
+          ids[b * seq + s] = token;
+        if (s > 0)
+          labels[b * seq + s - 1] = token;
       }
     }
     bindInput("input_ids", ids.data(), &idsShard);
