@@ -11,6 +11,8 @@
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
+#include "weft/Dialect/Weft/Transforms/PipelineSchedule.h"
+#include "weft/Dialect/Weft/Transforms/Sharding.h"
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
 #include "weft/ShardLayout.h"
@@ -121,6 +123,22 @@ static cl::opt<double> bucketMb(
     "bucket-mb",
     cl::desc("Combine collectives into buckets of this many MiB (0: off)"),
     cl::init(25.0), cl::cat(category));
+static cl::opt<int64_t>
+    microbatches("microbatches",
+                 cl::desc("Pipeline micro-batches per step (mesh axis pp)"),
+                 cl::init(1), cl::cat(category));
+static cl::opt<std::string>
+    pipelineSchedule("schedule",
+                     cl::desc("Pipeline schedule: gpipe, 1f1b or interleaved"),
+                     cl::init("1f1b"), cl::cat(category));
+static cl::opt<int64_t> virtualStages(
+    "virtual-stages",
+    cl::desc("Model chunks per pipeline rank (interleaved schedule)"),
+    cl::init(1), cl::cat(category));
+static cl::opt<bool> printSchedule(
+    "print-schedule",
+    cl::desc("Print each pipeline rank's schedule (with --mesh pp=N) and stop"),
+    cl::cat(category));
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipelines"),
                                    cl::cat(category));
@@ -282,6 +300,37 @@ int main(int argc, char **argv) {
     return fail("-O takes 0 to 3");
   if (outputFile.empty())
     outputFile = defaultOutput();
+  std::optional<int64_t> pipelineStages;
+  if (!meshOption.empty()) {
+    std::string meshError;
+    std::optional<weft::Mesh> mesh = weft::Mesh::parse(meshOption, meshError);
+    if (!mesh)
+      return fail("--mesh: " + meshError);
+    if (std::optional<weft::MeshAxis> pp = mesh->axisNamed("pp"))
+      pipelineStages = mesh->sizes[*pp];
+  }
+  if (printSchedule) {
+    if (!pipelineStages)
+      return fail("--print-schedule needs a mesh with a pp axis (--mesh pp=4)");
+    std::optional<weft::pipeline::ScheduleKind> kind =
+        weft::pipeline::parseScheduleKind(pipelineSchedule);
+    if (!kind)
+      return fail("--schedule must be gpipe, 1f1b or interleaved, not '" +
+                  pipelineSchedule + "'");
+    std::string error;
+    std::optional<weft::pipeline::Schedule> schedule =
+        weft::pipeline::buildSchedule(*kind, *pipelineStages, microbatches,
+                                      virtualStages, error);
+    if (!schedule)
+      return fail(error);
+    if (!weft::pipeline::checkSchedule(*schedule, error))
+      return fail("the " + pipelineSchedule + " schedule is wrong: " + error);
+    llvm::outs() << weft::pipeline::drawSchedule(*schedule);
+    return 0;
+  }
+  if (pipelineStages)
+    return fail("pipeline parallelism (mesh axis 'pp') is not compiled yet; "
+                "--print-schedule shows its schedules");
 
   DialectRegistry registry;
   weft::registerAllDialects(registry);
