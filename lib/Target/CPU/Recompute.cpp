@@ -1,5 +1,6 @@
 //===- Recompute.cpp - Recompute forward activations in the backward pass -===//
 
+#include "weft/Dialect/Weft/IR/Layers.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Target/CPU/Passes.h"
 
@@ -20,29 +21,9 @@ using namespace mlir;
 
 namespace {
 
-/// The layer an op belongs to: its location's first name up to its first
-/// numeric component ("/h.3/attn/MatMul" -> "/h.3"), or "".
+/// The layer an op belongs to ("" outside layers).
 std::string layerOf(Operation *op) {
-  std::string layer;
-  op->getLoc()->walk([&](Location loc) {
-    auto name = llvm::dyn_cast<NameLoc>(loc);
-    if (!name)
-      return WalkResult::advance();
-    StringRef text = name.getName().getValue();
-    for (size_t start = 0; start < text.size();) {
-      size_t end = text.find_first_of("/.", start);
-      if (end == StringRef::npos)
-        end = text.size();
-      StringRef part = text.slice(start, end);
-      if (!part.empty() && llvm::all_of(part, llvm::isDigit)) {
-        layer = text.take_front(end).str();
-        break;
-      }
-      start = end + 1;
-    }
-    return WalkResult::interrupt();
-  });
-  return layer;
+  return weft::numberedLayerOf(op->getLoc()).value_or("");
 }
 
 /// Elementwise work and views: cheap to redo, and what holds most of the

@@ -1,6 +1,8 @@
 //===- WeftDialect.cpp - Weft dialect -------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/Layers.h"
+#include "llvm/ADT/StringExtras.h"
 #include "weft/Dialect/Weft/IR/RuntimeTypes.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -69,6 +71,20 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
     if (!names ||
         !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
       return op->emitError() << "'" << name << "' must be an array of strings";
+    return success();
+  }
+  if (name == kStageAttrName) {
+    auto stage = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!stage || stage.getInt() < 0)
+      return op->emitError() << "'" << name
+                             << "' must be a non-negative integer";
+    return success();
+  }
+  if (name == kPipelineAttrName) {
+    if (!isa<FunctionOpInterface>(op) ||
+        !llvm::isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a dictionary on a function";
     return success();
   }
   if (name == kPriorityAttrName) {
@@ -167,4 +183,29 @@ Value weft::createSplat(OpBuilder &builder, Location loc, RankedTensorType type,
 Value weft::createScalar(OpBuilder &builder, Location loc, Type element,
                          double value) {
   return createSplat(builder, loc, RankedTensorType::get({}, element), value);
+}
+
+std::optional<std::string> weft::numberedLayerOf(llvm::StringRef name) {
+  for (size_t start = 0; start < name.size();) {
+    size_t end = name.find_first_of("/.", start);
+    if (end == llvm::StringRef::npos)
+      end = name.size();
+    llvm::StringRef part = name.slice(start, end);
+    if (!part.empty() && llvm::all_of(part, llvm::isDigit))
+      return name.take_front(end).str();
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> weft::numberedLayerOf(Location loc) {
+  std::optional<std::string> layer;
+  loc->walk([&](Location inner) {
+    auto name = llvm::dyn_cast<NameLoc>(inner);
+    if (!name)
+      return WalkResult::advance();
+    layer = numberedLayerOf(name.getName().getValue());
+    return WalkResult::interrupt();
+  });
+  return layer;
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
+#include "weft/Dialect/Weft/IR/Layers.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 
@@ -15,7 +16,6 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringExtras.h"
 #include <map>
 
 namespace weft {
@@ -107,20 +107,12 @@ void sinkSmallConsumers(Block &block) {
   }
 }
 
-/// The layer a parameter belongs to, from its name: up to its first
-/// numeric component ("h.3.attn.c_attn.weight" -> "h.3"), else all but
-/// the last ("ln_f.weight" -> "ln_f").
+/// The layer a parameter belongs to: its numbered layer ("h.3"), else its
+/// name without the last component ("ln_f.weight" -> "ln_f").
 std::string layerOf(StringRef name) {
-  SmallVector<StringRef> parts;
-  name.split(parts, '.');
-  for (auto [i, part] : llvm::enumerate(parts)) {
-    unsigned long long number;
-    if (!part.getAsInteger(10, number))
-      return llvm::join(ArrayRef<StringRef>(parts).take_front(i + 1), ".");
-  }
-  return parts.size() > 1
-             ? llvm::join(ArrayRef<StringRef>(parts).drop_back(), ".")
-             : name.str();
+  if (std::optional<std::string> layer = numberedLayerOf(name))
+    return *layer;
+  return name.contains('.') ? name.rsplit('.').first.str() : name.str();
 }
 
 class Bucketer {

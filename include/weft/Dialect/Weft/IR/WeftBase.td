@@ -60,6 +60,11 @@ def Weft_Dialect : Dialect {
     /// (DenseI64Array); a user's annotation pins every whole dim.
     static constexpr ::llvm::StringLiteral kPinnedDimsAttrName =
         "weft.pinned_dims";
+    /// On an op: the pipeline stage it runs in (an IntegerAttr).
+    static constexpr ::llvm::StringLiteral kStageAttrName = "weft.stage";
+    /// On a function split into pipeline stages: {stages, boundaries,
+    /// tied} (a dictionary).
+    static constexpr ::llvm::StringLiteral kPipelineAttrName = "weft.pipeline";
     /// On a `shard.sharding`: interleaved blocks per dim (DenseI64Array).
     static constexpr ::llvm::StringLiteral kBlocksAttrName = "weft.blocks";
     /// Argument and result attribute after partitioning: how the global

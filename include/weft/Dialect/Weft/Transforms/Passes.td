@@ -252,6 +252,34 @@ def WeftPartition : Pass<"weft-partition", "::mlir::ModuleOp"> {
   ];
 }
 
+def WeftSplitStages : Pass<"weft-split-stages", "::mlir::ModuleOp"> {
+  let summary = "Assign the ops of each function to pipeline stages by layer";
+  let description = [{
+    Cuts the model at transformer-layer boundaries into `stages` pipeline
+    stages and marks every op with `weft.stage`. A layer is what an op's
+    location names up to its first number ("/h.3/attn/MatMul" is in
+    "/h.3"); layers are numbered in the order the forward pass meets them.
+    `boundaries` gives the first layer of stages 1.. by hand; without it
+    the cut balances the stages' contraction FLOPs (forward and backward).
+    Ops outside layers join the stage of the op before them (the embedding
+    stage 0, the head and loss the last stage); an op that reads a
+    parameter or optimizer state outside layers (the update) joins the
+    stage of the parameter's first use. A parameter read in two stages
+    (GPT's tied embedding and LM head) is listed as tied: its gradient is
+    the sum of both stages' parts. The function gets
+    `weft.pipeline = {stages, boundaries, tied}`.
+
+    Example: with stages=2 and boundaries=[1], the ops of "/h.0" are in
+    stage 0 and those of "/h.1" in stage 1.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1",
+           "Pipeline stages">,
+    ListOption<"boundaries", "boundaries", "int64_t",
+               "First layer of each stage after the first">
+  ];
+}
+
 def WeftBucketCollectives
     : Pass<"weft-bucket-collectives", "::mlir::ModuleOp"> {
   let summary = "Combine independent collectives into a few large ones";

@@ -1,0 +1,195 @@
+//===- SplitStages.cpp - Assign ops to pipeline stages by layer -----------===//
+
+#include "weft/Dialect/Weft/IR/Layers.h"
+#include "weft/Dialect/Weft/IR/WeftBuilders.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Dialect/Weft/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace weft {
+#define GEN_PASS_DEF_WEFTSPLITSTAGES
+#include "weft/Dialect/Weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// Twice the multiply-adds of a contraction, else 0.
+int64_t contractionFlops(Operation *op) {
+  auto lastDim = [](Value v) { return tensorTypeOf(v).getShape().back(); };
+  if (auto linear = dyn_cast<LinearOp>(op))
+    return 2 * tensorTypeOf(linear.getResult()).getNumElements() *
+           lastDim(linear.getInput());
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    return 2 * tensorTypeOf(matmul.getResult()).getNumElements() *
+           lastDim(matmul.getLhs());
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    int64_t rows = tensorTypeOf(attention.getQuery()).getNumElements() /
+                   lastDim(attention.getQuery());
+    ArrayRef<int64_t> key = tensorTypeOf(attention.getKey()).getShape();
+    int64_t scores = rows * key[key.size() - 2];
+    return 2 * scores * (lastDim(attention.getQuery()) +
+                         lastDim(attention.getValue()));
+  }
+  return 0;
+}
+
+/// The first layer of each stage after the first, cutting `costs` into
+/// `stages` contiguous runs whose largest total is as small as it can be.
+SmallVector<int64_t> balancedBoundaries(ArrayRef<int64_t> costs,
+                                        int64_t stages) {
+  int64_t layers = costs.size();
+  SmallVector<int64_t> prefix{0};
+  for (int64_t cost : costs)
+    prefix.push_back(prefix.back() + cost);
+  // best[s][l]: the smallest largest stage cost of layers [0, l) in s
+  // stages; cut[s][l]: where the last of them starts.
+  constexpr int64_t kInfinity = INT64_MAX / 4;
+  std::vector<std::vector<int64_t>> best(
+      stages + 1, std::vector<int64_t>(layers + 1, kInfinity));
+  std::vector<std::vector<int64_t>> cut = best;
+  best[0][0] = 0;
+  for (int64_t s = 1; s <= stages; ++s)
+    for (int64_t l = s; l <= layers; ++l)
+      for (int64_t start = s - 1; start < l; ++start) {
+        int64_t cost = std::max(best[s - 1][start], prefix[l] - prefix[start]);
+        if (cost < best[s][l]) {
+          best[s][l] = cost;
+          cut[s][l] = start;
+        }
+      }
+  SmallVector<int64_t> boundaries(stages - 1);
+  for (int64_t s = stages, l = layers; s > 1; --s) {
+    l = cut[s][l];
+    boundaries[s - 2] = l;
+  }
+  return boundaries;
+}
+
+struct WeftSplitStagesPass
+    : public weft::impl::WeftSplitStagesBase<WeftSplitStagesPass> {
+  using WeftSplitStagesBase::WeftSplitStagesBase;
+
+  void runOnOperation() override {
+    if (stages < 1) {
+      getOperation().emitError("weft-split-stages: stages must be positive");
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal() && failed(split(func)))
+        return signalPassFailure();
+  }
+
+  LogicalResult split(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    // The layers in the order the forward pass meets them, with their
+    // contraction FLOPs (forward and backward ops carry the layer's names).
+    std::vector<std::pair<std::string, int64_t>> layerCost;
+    llvm::StringMap<int64_t> layerIndex;
+    for (Operation &op : body.without_terminator())
+      if (std::optional<std::string> layer = numberedLayerOf(op.getLoc())) {
+        auto [it, fresh] = layerIndex.try_emplace(*layer, layerCost.size());
+        if (fresh)
+          layerCost.push_back({*layer, 0});
+        layerCost[it->second].second += contractionFlops(&op);
+      }
+    int64_t layers = layerCost.size();
+    int64_t stageCount = stages;
+    if (stageCount > std::max<int64_t>(layers, 1))
+      return func.emitError() << "weft-split-stages: cannot split " << layers
+                              << " layers into " << stageCount << " stages";
+    SmallVector<int64_t> cuts(boundaries.begin(), boundaries.end());
+    if (!cuts.empty()) {
+      if (static_cast<int64_t>(cuts.size()) != stageCount - 1)
+        return func.emitError()
+               << "weft-split-stages: " << stageCount << " stages need "
+               << stageCount - 1 << " boundaries, not " << cuts.size();
+      for (auto [i, cut] : llvm::enumerate(cuts)) {
+        if (cut >= layers)
+          return func.emitError()
+                 << "weft-split-stages: stage boundary " << cut
+                 << " is beyond the " << layers << " layers ("
+                 << layerCost.front().first << " .. "
+                 << layerCost.back().first << ")";
+        if (cut <= (i ? cuts[i - 1] : 0))
+          return func.emitError()
+                 << "weft-split-stages: stage boundaries must increase "
+                    "from 1 (got "
+                 << cut << " after " << (i ? cuts[i - 1] : 0) << ")";
+      }
+    } else if (stageCount > 1) {
+      SmallVector<int64_t> costs;
+      for (auto &entry : layerCost)
+        costs.push_back(entry.second);
+      cuts = balancedBoundaries(costs, stageCount);
+    }
+    auto stageOfLayer = [&](const std::string &layer) -> int64_t {
+      int64_t index = layerIndex.lookup(layer);
+      return llvm::count_if(cuts, [&](int64_t cut) { return cut <= index; });
+    };
+
+    // An op in a layer takes the layer's stage; an optimizer update (it
+    // reads a state) the stage of its parameter's first use; another op
+    // outside layers the latest stage among its operands' producers (the
+    // head follows the last layer), else the stage of the op before it
+    // (the embedding is stage 0).
+    OpBuilder builder(func.getContext());
+    llvm::StringMap<int64_t> paramStage;
+    llvm::MapVector<StringRef, llvm::SmallSetVector<int64_t, 2>> paramStages;
+    auto argAttr = [&](Value value, StringRef attr) -> StringAttr {
+      auto arg = llvm::dyn_cast<BlockArgument>(value);
+      if (!arg || arg.getOwner() != &body)
+        return nullptr;
+      return func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr);
+    };
+    int64_t previous = 0;
+    for (Operation &op : body.without_terminator()) {
+      std::optional<int64_t> stage;
+      if (std::optional<std::string> layer = numberedLayerOf(op.getLoc()))
+        stage = stageOfLayer(*layer);
+      for (Value operand : op.getOperands())
+        if (StringAttr state =
+                argAttr(operand, WeftDialect::kStateAttrName);
+            state && !stage)
+          stage = paramStage.lookup(state.getValue().split(':').second);
+      if (!stage)
+        for (Value operand : op.getOperands())
+          if (Operation *producer = operand.getDefiningOp())
+            if (auto producerStage = producer->getAttrOfType<IntegerAttr>(
+                    WeftDialect::kStageAttrName))
+              stage = std::max(stage.value_or(0), producerStage.getInt());
+      previous = stage.value_or(previous);
+      op.setAttr(WeftDialect::kStageAttrName,
+                 builder.getI64IntegerAttr(previous));
+      for (Value operand : op.getOperands())
+        if (StringAttr param = argAttr(operand, WeftDialect::kParamAttrName)) {
+          paramStage.try_emplace(param.getValue(), previous);
+          paramStages[param.getValue()].insert(previous);
+        }
+    }
+    // A parameter read in two stages has its gradient summed between them.
+    llvm::SetVector<StringRef> tied;
+    for (auto &[param, used] : paramStages)
+      if (used.size() > 1)
+        tied.insert(param);
+    SmallVector<Attribute> tiedNames;
+    for (StringRef name : tied)
+      tiedNames.push_back(builder.getStringAttr(name));
+    func->setAttr(
+        WeftDialect::kPipelineAttrName,
+        builder.getDictionaryAttr(
+            {builder.getNamedAttr("stages",
+                                  builder.getI64IntegerAttr(stageCount)),
+             builder.getNamedAttr("boundaries",
+                                  builder.getDenseI64ArrayAttr(cuts)),
+             builder.getNamedAttr("tied", builder.getArrayAttr(tiedNames))}));
+    return success();
+  }
+};
+
+} // namespace
