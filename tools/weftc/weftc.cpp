@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/Layers.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/Dialect/Weft/Transforms/PipelineSchedule.h"
@@ -135,6 +136,11 @@ static cl::opt<int64_t> virtualStages(
     "virtual-stages",
     cl::desc("Model chunks per pipeline rank (interleaved schedule)"),
     cl::init(1), cl::cat(category));
+static cl::list<int64_t> stageBoundaries(
+    "stage-boundaries",
+    cl::desc("First layer of each pipeline stage after the first "
+             "(default: balanced by FLOPs)"),
+    cl::CommaSeparated, cl::cat(category));
 static cl::opt<bool> printSchedule(
     "print-schedule",
     cl::desc("Print each pipeline rank's schedule (with --mesh pp=N) and stop"),
@@ -291,6 +297,51 @@ std::vector<std::string> describeCollectives(ModuleOp module,
 
 } // namespace
 
+/// --print-schedule: the schedule, then which layers each stage runs
+/// (weft-split-stages on the program) and the tied parameters.
+int printPipelineStages(ModuleOp module, int64_t stages,
+                        const std::string &scheduleText) {
+  PassManager split(module.getContext());
+  weft::WeftSplitStagesOptions options;
+  options.stages = stages;
+  options.boundaries.assign(stageBoundaries.begin(), stageBoundaries.end());
+  split.addPass(weft::createWeftSplitStages(options));
+  if (failed(split.run(module)))
+    return 1;
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main)
+    return fail("the model has no function 'main'");
+  std::vector<std::vector<std::string>> layers(stages);
+  main.walk([&](Operation *op) {
+    auto stage =
+        op->getAttrOfType<IntegerAttr>(weft::WeftDialect::kStageAttrName);
+    std::optional<std::string> layer = weft::numberedLayerOf(op->getLoc());
+    if (stage && layer && !llvm::is_contained(layers[stage.getInt()], *layer))
+      layers[stage.getInt()].push_back(*layer);
+  });
+  llvm::outs() << scheduleText << "stages ("
+               << (stageBoundaries.empty() ? "balanced by contraction FLOPs"
+                                           : "--stage-boundaries")
+               << "):\n";
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    llvm::outs() << "  stage " << stage << ":";
+    for (const std::string &layer : layers[stage])
+      llvm::outs() << " " << layer;
+    llvm::outs() << "\n";
+  }
+  auto pipeline =
+      main->getAttrOfType<DictionaryAttr>(weft::WeftDialect::kPipelineAttrName);
+  auto tied = pipeline ? pipeline.getAs<ArrayAttr>("tied") : ArrayAttr();
+  llvm::outs() << "  tied parameters (gradients summed between stages):";
+  if (!tied || tied.empty())
+    llvm::outs() << " none";
+  else
+    for (Attribute name : tied)
+      llvm::outs() << " " << llvm::cast<StringAttr>(name).getValue();
+  llvm::outs() << "\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   weft::registerAllPasses();
@@ -301,6 +352,7 @@ int main(int argc, char **argv) {
   if (outputFile.empty())
     outputFile = defaultOutput();
   std::optional<int64_t> pipelineStages;
+  std::string scheduleText;
   if (!meshOption.empty()) {
     std::string meshError;
     std::optional<weft::Mesh> mesh = weft::Mesh::parse(meshOption, meshError);
@@ -325,10 +377,8 @@ int main(int argc, char **argv) {
       return fail(error);
     if (!weft::pipeline::checkSchedule(*schedule, error))
       return fail("the " + pipelineSchedule + " schedule is wrong: " + error);
-    llvm::outs() << weft::pipeline::drawSchedule(*schedule);
-    return 0;
-  }
-  if (pipelineStages)
+    scheduleText = weft::pipeline::drawSchedule(*schedule);
+  } else if (pipelineStages)
     return fail("pipeline parallelism (mesh axis 'pp') is not compiled yet; "
                 "--print-schedule shows its schedules");
 
@@ -425,6 +475,8 @@ int main(int argc, char **argv) {
       func.erase();
   if (auto func = module->lookupSymbol<func::FuncOp>(entry))
     func.setSymName("main");
+  if (printSchedule)
+    return printPipelineStages(*module, *pipelineStages, scheduleText);
   if (failed(spmdPasses.run(*module)))
     return 1;
 

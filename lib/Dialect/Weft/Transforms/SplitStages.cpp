@@ -133,8 +133,8 @@ struct WeftSplitStagesPass
       return llvm::count_if(cuts, [&](int64_t cut) { return cut <= index; });
     };
 
-    // An op in a layer takes the layer's stage; an optimizer update (it
-    // reads a state) the stage of its parameter's first use; another op
+    // An op in a layer takes the layer's stage; an optimizer update (what
+    // a state feeds) the stage of its parameter's first use; another op
     // outside layers the latest stage among its operands' producers (the
     // head follows the last layer), else the stage of the op before it
     // (the embedding is stage 0).
@@ -147,19 +147,32 @@ struct WeftSplitStagesPass
         return nullptr;
       return func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr);
     };
+    llvm::DenseMap<Operation *, int64_t> updateStage;
     int64_t previous = 0;
     for (Operation &op : body.without_terminator()) {
       std::optional<int64_t> stage;
       if (std::optional<std::string> layer = numberedLayerOf(op.getLoc()))
         stage = stageOfLayer(*layer);
-      for (Value operand : op.getOperands())
-        if (StringAttr state =
-                argAttr(operand, WeftDialect::kStateAttrName);
-            state && !stage)
-          stage = paramStage.lookup(state.getValue().split(':').second);
+      // The update chain: what a state, or an op of the chain, feeds.
+      std::optional<int64_t> update;
+      for (Value operand : op.getOperands()) {
+        if (StringAttr state = argAttr(operand, WeftDialect::kStateAttrName))
+          update = paramStage.lookup(state.getValue().split(':').second);
+        else if (Operation *producer = operand.getDefiningOp();
+                 producer && updateStage.count(producer))
+          update = updateStage.lookup(producer);
+        if (update)
+          break;
+      }
+      if (update) {
+        updateStage[&op] = *update;
+        if (!stage)
+          stage = update;
+      }
       if (!stage)
         for (Value operand : op.getOperands())
-          if (Operation *producer = operand.getDefiningOp())
+          if (Operation *producer = operand.getDefiningOp();
+              producer && !producer->hasTrait<OpTrait::ConstantLike>())
             if (auto producerStage = producer->getAttrOfType<IntegerAttr>(
                     WeftDialect::kStageAttrName))
               stage = std::max(stage.value_or(0), producerStage.getInt());
@@ -167,11 +180,34 @@ struct WeftSplitStagesPass
       op.setAttr(WeftDialect::kStageAttrName,
                  builder.getI64IntegerAttr(previous));
       for (Value operand : op.getOperands())
-        if (StringAttr param = argAttr(operand, WeftDialect::kParamAttrName)) {
+        if (StringAttr param = argAttr(operand, WeftDialect::kParamAttrName))
           paramStage.try_emplace(param.getValue(), previous);
-          paramStages[param.getValue()].insert(previous);
-        }
     }
+    // What feeds only an update (the weight decay of a parameter) belongs
+    // to the update's stage.
+    for (Operation &op : llvm::reverse(body.without_terminator())) {
+      if (updateStage.count(&op) || numberedLayerOf(op.getLoc()) ||
+          op.use_empty())
+        continue;
+      std::optional<int64_t> stage;
+      bool onlyUpdates = llvm::all_of(op.getUsers(), [&](Operation *user) {
+        auto it = updateStage.find(user);
+        if (it == updateStage.end() || (stage && *stage != it->second))
+          return false;
+        stage = it->second;
+        return true;
+      });
+      if (!onlyUpdates)
+        continue;
+      updateStage[&op] = *stage;
+      op.setAttr(WeftDialect::kStageAttrName, builder.getI64IntegerAttr(*stage));
+    }
+    for (Operation &op : body.without_terminator())
+      for (Value operand : op.getOperands())
+        if (StringAttr param = argAttr(operand, WeftDialect::kParamAttrName))
+          paramStages[param.getValue()].insert(
+              op.getAttrOfType<IntegerAttr>(WeftDialect::kStageAttrName)
+                  .getInt());
     // A parameter read in two stages has its gradient summed between them.
     llvm::SetVector<StringRef> tied;
     for (auto &[param, used] : paramStages)
