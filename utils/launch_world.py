@@ -21,7 +21,7 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def model_pid(launcher_pid, deadline):
+def model_pid(launcher_pid, program, deadline):
     """The pid of the model process weft-run (launcher_pid) started."""
     while time.monotonic() < deadline:
         try:
@@ -29,8 +29,12 @@ def model_pid(launcher_pid, deadline):
                 children = f.read().split()
             for child in children:
                 with open(f"/proc/{child}/cmdline", "rb") as f:
-                    if b"--print-mesh" not in f.read():
-                        return int(child)
+                    argv = f.read().split(b"\0")
+                # The model itself: not weft-run's --print-mesh query, nor
+                # a child caught between fork and exec (still weft-run).
+                if (os.path.basename(argv[0]) == os.fsencode(os.path.basename(program))
+                        and b"--print-mesh" not in argv):
+                    return int(child)
         except OSError:
             pass
         time.sleep(0.05)
@@ -56,7 +60,8 @@ def main():
                                           stderr=subprocess.PIPE, text=True))
     killed_at = None
     if args.kill_rank is not None:
-        pid = model_pid(launchers[args.kill_rank].pid, time.monotonic() + 60)
+        pid = model_pid(launchers[args.kill_rank].pid, args.command[0],
+                        time.monotonic() + 60)
         if pid is None:
             print("FAIL: the rank to kill never started")
             return 1
