@@ -1,6 +1,7 @@
 //===- WeftDialect.cpp - Weft dialect -------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/Flops.h"
 #include "weft/Dialect/Weft/IR/Layers.h"
 #include "llvm/ADT/StringExtras.h"
 #include "weft/Dialect/Weft/IR/RuntimeTypes.h"
@@ -208,4 +209,23 @@ std::optional<std::string> weft::numberedLayerOf(Location loc) {
     return WalkResult::interrupt();
   });
   return layer;
+}
+
+int64_t weft::contractionFlops(Operation *op) {
+  auto lastDim = [](Value v) { return tensorTypeOf(v).getShape().back(); };
+  if (auto linear = dyn_cast<LinearOp>(op))
+    return 2 * tensorTypeOf(linear.getResult()).getNumElements() *
+           lastDim(linear.getInput());
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    return 2 * tensorTypeOf(matmul.getResult()).getNumElements() *
+           lastDim(matmul.getLhs());
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    int64_t rows = tensorTypeOf(attention.getQuery()).getNumElements() /
+                   lastDim(attention.getQuery());
+    ArrayRef<int64_t> key = tensorTypeOf(attention.getKey()).getShape();
+    int64_t scores = rows * key[key.size() - 2];
+    return 2 * scores * (lastDim(attention.getQuery()) +
+                         lastDim(attention.getValue()));
+  }
+  return 0;
 }

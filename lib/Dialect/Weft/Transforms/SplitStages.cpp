@@ -1,5 +1,6 @@
 //===- SplitStages.cpp - Assign ops to pipeline stages by layer -----------===//
 
+#include "weft/Dialect/Weft/IR/Flops.h"
 #include "weft/Dialect/Weft/IR/Layers.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -18,26 +19,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-
-/// Twice the multiply-adds of a contraction, else 0.
-int64_t contractionFlops(Operation *op) {
-  auto lastDim = [](Value v) { return tensorTypeOf(v).getShape().back(); };
-  if (auto linear = dyn_cast<LinearOp>(op))
-    return 2 * tensorTypeOf(linear.getResult()).getNumElements() *
-           lastDim(linear.getInput());
-  if (auto matmul = dyn_cast<MatmulOp>(op))
-    return 2 * tensorTypeOf(matmul.getResult()).getNumElements() *
-           lastDim(matmul.getLhs());
-  if (auto attention = dyn_cast<AttentionOp>(op)) {
-    int64_t rows = tensorTypeOf(attention.getQuery()).getNumElements() /
-                   lastDim(attention.getQuery());
-    ArrayRef<int64_t> key = tensorTypeOf(attention.getKey()).getShape();
-    int64_t scores = rows * key[key.size() - 2];
-    return 2 * scores * (lastDim(attention.getQuery()) +
-                         lastDim(attention.getValue()));
-  }
-  return 0;
-}
 
 /// The first layer of each stage after the first, cutting `costs` into
 /// `stages` contiguous runs whose largest total is as small as it can be.

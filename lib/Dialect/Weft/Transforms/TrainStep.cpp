@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/Flops.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Autodiff.h"
@@ -30,32 +31,10 @@ using namespace weft;
 
 namespace {
 
-/// The multiply-adds of a function's contractions, times two: the FLOPs
-/// MFU counts (elementwise work is left out, as is customary). Attention
-/// counts both of its products, causal or not.
-int64_t contractionFlops(func::FuncOp func) {
+/// The contraction FLOPs of a function (see contractionFlops).
+int64_t functionFlops(func::FuncOp func) {
   int64_t flops = 0;
-  auto numel = [](Value v) {
-    return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
-  };
-  auto lastDim = [](Value v) {
-    return llvm::cast<RankedTensorType>(v.getType()).getShape().back();
-  };
-  func.walk([&](Operation *op) {
-    if (auto linear = dyn_cast<LinearOp>(op))
-      flops += 2 * numel(linear.getResult()) * lastDim(linear.getInput());
-    else if (auto matmul = dyn_cast<MatmulOp>(op))
-      flops += 2 * numel(matmul.getResult()) * lastDim(matmul.getLhs());
-    else if (auto attention = dyn_cast<AttentionOp>(op)) {
-      ArrayRef<int64_t> key =
-          llvm::cast<RankedTensorType>(attention.getKey().getType()).getShape();
-      // Scores: [..., s, t] over the head dim; then [..., s, d] over t.
-      int64_t scores = numel(attention.getQuery()) / lastDim(attention.getQuery()) *
-                       key[key.size() - 2];
-      flops += 2 * scores * lastDim(attention.getQuery()) +
-               2 * scores * lastDim(attention.getValue());
-    }
-  });
+  func.walk([&](Operation *op) { flops += contractionFlops(op); });
   return flops;
 }
 
@@ -407,7 +386,7 @@ struct WeftDeriveTrainStepPass
              b.getNamedAttr(
                  "vocab", b.getI64IntegerAttr(logitsType.getShape().back())),
              b.getNamedAttr("flops",
-                            b.getI64IntegerAttr(contractionFlops(step)))}));
+                            b.getI64IntegerAttr(functionFlops(step)))}));
     // train_loss_grad stays: it is the loss and gradient program
     // (weftc --program=gradients).
     loss.erase();
