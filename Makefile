@@ -22,7 +22,7 @@ deps:
 	  echo "apt-get install $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-	@python3 -c "import onnx, numpy, onnxruntime" 2>/dev/null && command -v lit >/dev/null || \
+	@python3 -c "import onnx, numpy, onnxruntime, safetensors" 2>/dev/null && command -v lit >/dev/null || \
 	  python3 -m pip install -q $(PIP_PACKAGES)
 
 $(BUILD)/build.ninja:
