@@ -12,6 +12,7 @@
 
 #include "weft/Collectives.h"
 #include "weft/ShardLayout.h"
+#include "weft/Trace.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +83,8 @@ enum Kind : int64_t {
   AllGather = 1,
   ReduceScatter = 2,
   AllToAll = 3,
+  Send = 4, // dim: the peer on the group's axes; concat_dim: the tag
+  Recv = 5,
 };
 
 [[noreturn]] void fatal(const std::string &message) {
@@ -100,11 +103,33 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
   size_t elementSize = weft_dtype_size(dtype);
   View in(inRank, inDescriptor, elementSize);
   View out(inRank, outDescriptor, elementSize);
+  if (kind == Recv) {
+    // The result is a fresh dense buffer: the message lands in it.
+    double start = trace::now();
+    group.recv(out.data, out.count(), dtype, int(dim), int(concatDim));
+    trace::record(trace::Kind::Recv, start, trace::now(), dim,
+                  out.count() * elementSize);
+    return;
+  }
+  double start = trace::now();
+  // Timed until the function returns.
+  struct Recorded {
+    trace::Kind kind;
+    int64_t label, bytes;
+    double start;
+    ~Recorded() { trace::record(kind, start, trace::now(), label, bytes); }
+  } recorded{kind == Send ? trace::Kind::Send : trace::Kind::Collective,
+             kind == Send ? dim : kind, int64_t(in.count() * elementSize),
+             start};
   int64_t parts = group.size();
   std::vector<char> dense = pack(in, elementSize);
   std::vector<int64_t> outStrides = rowMajorStrides(out.sizes);
   int rank = int(in.sizes.size());
   switch (kind) {
+  case Send:
+    group.send(dense.data(), in.count(), dtype, int(dim), int(concatDim));
+    memcpy(out.data, dense.data(), dense.size());
+    return;
   case AllReduce:
     group.allReduce(dense.data(), in.count(), dtype, ReduceOp::Sum);
     memcpy(out.data, dense.data(), dense.size());
@@ -194,6 +219,19 @@ void setCurrentWorld(World *world) { currentWorld = world; }
 using weft::runtime::collective;
 
 extern "C" {
+
+/// The start of a pipeline instruction (weft-pipeline-cut): kind 0 forward,
+/// 1 backward, 2 optimizer.
+void weft_pipeline_mark(int64_t kind, int64_t chunk, int64_t microbatch) {
+  using namespace weft::runtime;
+  if (!trace::enabled())
+    return;
+  double now = trace::now();
+  trace::record(kind == 0   ? trace::Kind::Forward
+                : kind == 1 ? trace::Kind::Backward
+                            : trace::Kind::Optimizer,
+                now, now, chunk, microbatch);
+}
 
 int64_t weft_mesh_coordinate(int64_t axis) {
   using namespace weft::runtime;

@@ -16,7 +16,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <string>
+#include <vector>
 
 namespace weft::runtime {
 namespace {
@@ -128,6 +130,8 @@ public:
     MPI_Comm_size(comm, &mySize);
   }
   ~MpiCommunicator() override {
+    for (Pending &pending : sending)
+      MPI_Wait(&pending.request, MPI_STATUS_IGNORE);
     if (comm != MPI_COMM_WORLD)
       MPI_Comm_free(&comm);
   }
@@ -163,18 +167,42 @@ public:
     check(MPI_Bcast(data, int(count), mpiType(dtype, false), root, comm),
           "MPI_Bcast");
   }
-  void send(const void *data, size_t count, weft_dtype dtype,
-            int peer) override {
-    check(MPI_Send(data, int(count), mpiType(dtype, false), peer, 0, comm),
-          "MPI_Send");
+  void send(const void *data, size_t count, weft_dtype dtype, int peer,
+            int tag) override {
+    finishSends();
+    size_t bytes = count * weft_dtype_size(dtype);
+    sending.push_back({std::vector<char>(static_cast<const char *>(data),
+                                         static_cast<const char *>(data) +
+                                             bytes),
+                       MPI_REQUEST_NULL});
+    Pending &pending = sending.back();
+    check(MPI_Isend(pending.data.data(), int(count), mpiType(dtype, false),
+                    peer, tag, comm, &pending.request),
+          "MPI_Isend");
   }
-  void recv(void *data, size_t count, weft_dtype dtype, int peer) override {
-    check(MPI_Recv(data, int(count), mpiType(dtype, false), peer, 0, comm,
+  void recv(void *data, size_t count, weft_dtype dtype, int peer,
+            int tag) override {
+    finishSends();
+    check(MPI_Recv(data, int(count), mpiType(dtype, false), peer, tag, comm,
                    MPI_STATUS_IGNORE),
           "MPI_Recv");
   }
 
 private:
+  /// A send in flight and the copy of its data.
+  struct Pending {
+    std::vector<char> data;
+    MPI_Request request;
+  };
+  /// Frees the copies of the sends that have completed.
+  void finishSends() {
+    for (auto it = sending.begin(); it != sending.end();) {
+      int done = 0;
+      check(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      it = done ? sending.erase(it) : std::next(it);
+    }
+  }
+  std::list<Pending> sending;
   MPI_Comm comm;
   int myRank = 0, mySize = 1;
 };

@@ -33,8 +33,13 @@
 #include <vector>
 
 extern "C" {
-void weft_entry(void **buffers);
-extern const char weft_manifest[];
+// A model is one program, or with pipeline parallelism one per rank of its
+// pp axis (weftc emits a table of them): whichever the executable has.
+__attribute__((weak)) void weft_entry(void **buffers);
+__attribute__((weak)) extern const char weft_manifest[];
+__attribute__((weak)) extern const int64_t weft_pipeline_programs;
+__attribute__((weak)) extern void (*const weft_pipeline_entries[])(void **);
+__attribute__((weak)) extern const char *const weft_pipeline_manifests[];
 char *openblas_get_corename(void);
 void openblas_set_num_threads(int threads);
 void omp_set_num_threads(int threads);
@@ -68,9 +73,11 @@ int fail(const std::string &message) {
   return 1;
 }
 
-/// The "mesh" line of the manifest as "dp=2,tp=2", or "".
-std::string manifestMesh() {
-  const char *line = strstr(weft_manifest, "\nmesh ");
+bool pipelined() { return &weft_pipeline_programs != nullptr; }
+
+/// The "mesh" line of a manifest as "dp=2,tp=2", or "".
+std::string manifestMesh(const char *manifest) {
+  const char *line = strstr(manifest, "\nmesh ");
   if (!line)
     return "";
   std::istringstream fields(std::string(line + 6, strchr(line + 1, '\n')));
@@ -92,12 +99,14 @@ MeshShape manifestMeshShape(const std::string &text) {
   return mesh;
 }
 
-/// `<executable>.weights`, found through /proc so the model runs from any
-/// directory.
-std::string defaultWeightsPath(const char *argv0) {
+/// `<executable>.weights` (`<executable>.pp<r>.weights` for pp rank r of
+/// a pipeline), found through /proc so the model runs from any directory.
+std::string defaultWeightsPath(const char *argv0, int64_t pipelineRank) {
   char path[4096];
   ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
   std::string exe = n > 0 ? std::string(path, n) : std::string(argv0);
+  if (pipelineRank >= 0)
+    return exe + ".pp" + std::to_string(pipelineRank) + ".weights";
   return exe + ".weights";
 }
 
@@ -160,7 +169,10 @@ double asDouble(const void *data, weft_dtype dtype, size_t i) {
 
 int main(int argc, char **argv) {
   selectBlasKernels(argv);
-  std::string weightsPath = defaultWeightsPath(argv[0]);
+  const char *manifest =
+      pipelined() ? weft_pipeline_manifests[0] : weft_manifest;
+  void (*entry)(void **) = weft_entry;
+  std::string weightsPath;
   std::map<std::string, std::string> inputs, outputs;
   int repeat = 1, threads = 0;
   TrainOptions training;
@@ -190,13 +202,13 @@ int main(int argc, char **argv) {
              "       %s --data TOKENS [--steps N] [--lr X] [--min-lr X] "
              "[--warmup N] [--seed N] [--log FILE] [--print-every N]\n"
              "         [--ckpt-dir DIR [--save-every N] [--resume]] "
-             "[--resume-from CHECKPOINT] [--peak-tflops X]\n"
+             "[--resume-from CHECKPOINT] [--peak-tflops X] [--trace FILE]\n"
              "         (a model compiled with weftc --train)\n"
              "       %s --print-mesh   (the mesh and its number of ranks)\n",
              argv[0], argv[0], argv[0]);
       return 0;
     } else if (arg == "--print-mesh") {
-      MeshShape mesh = manifestMeshShape(manifestMesh());
+      MeshShape mesh = manifestMeshShape(manifestMesh(manifest));
       printf("%s %lld\n", mesh.sizes.empty() ? "-" : mesh.describe().c_str(),
              static_cast<long long>(mesh.numRanks()));
       return 0;
@@ -229,6 +241,10 @@ int main(int argc, char **argv) {
       training.resumeFrom = value("--resume-from");
     } else if (arg == "--resume") {
       training.resume = true;
+    } else if (is("--trace")) {
+      training.trace = value("--trace");
+      if (training.trace.empty())
+        return fail("--trace needs a file name");
     } else if (is("--log")) {
       training.log = value("--log");
     } else if (is("--print-every")) {
@@ -270,13 +286,8 @@ int main(int argc, char **argv) {
   }
   if (threads)
     omp_set_num_threads(threads);
-  char error[1024];
-  weft_model *model =
-      weft_model_open(weft_manifest, weightsPath.c_str(), error, sizeof(error));
-  if (!model)
-    return fail(error);
   // The ranks of a partitioned model; one rank otherwise.
-  MeshShape mesh = manifestMeshShape(weft_model_mesh(model));
+  MeshShape mesh = manifestMeshShape(manifestMesh(manifest));
   std::string worldError;
   std::unique_ptr<World> world = startWorld(argc, argv, mesh, worldError);
   if (!world)
@@ -284,6 +295,29 @@ int main(int argc, char **argv) {
   bool partitioned = !mesh.sizes.empty();
   if (partitioned)
     processRank = world->rank;
+  int64_t pipelineRank = -1;
+  if (pipelined()) {
+    auto pp = std::find(mesh.names.begin(), mesh.names.end(), "pp");
+    if (pp == mesh.names.end())
+      return fail("the pipeline's mesh " + mesh.describe() +
+                  " has no pp axis");
+    pipelineRank = world->coordinates[pp - mesh.names.begin()];
+    if (pipelineRank >= weft_pipeline_programs)
+      return fail("pp rank " + std::to_string(pipelineRank) +
+                  " has no program");
+    manifest = weft_pipeline_manifests[pipelineRank];
+    entry = weft_pipeline_entries[pipelineRank];
+    if (!weightsPath.empty())
+      return fail("--weights names one file, and a pipeline reads one per pp "
+                  "rank (<executable>.pp<r>.weights)");
+  }
+  if (weightsPath.empty())
+    weightsPath = defaultWeightsPath(argv[0], pipelineRank);
+  char error[1024];
+  weft_model *model =
+      weft_model_open(manifest, weightsPath.c_str(), error, sizeof(error));
+  if (!model)
+    return fail(error);
   setCurrentWorld(world.get());
   // weft-run names a rank that dies from the pid it finds here.
   if (const char *runDir = getenv("WEFT_RUN_DIR"))
@@ -297,7 +331,7 @@ int main(int argc, char **argv) {
   if (weft_model_set_rank(model, world->rank, error, sizeof(error)) != 0)
     return fail(error);
   if (*weft_model_optimizer(model, nullptr, nullptr, nullptr)) {
-    int status = train(model, weft_entry, *world, training);
+    int status = train(model, entry, *world, training);
     recordExit(status);
     if (status == 0) {
       weft_model_close(model);
@@ -355,7 +389,7 @@ int main(int argc, char **argv) {
 
   std::vector<double> times;
   for (int r = 0; r < repeat; ++r) {
-    double seconds = weft_model_run(model, weft_entry, error, sizeof(error));
+    double seconds = weft_model_run(model, entry, error, sizeof(error));
     if (seconds < 0)
       return fail(error);
     times.push_back(seconds);

@@ -30,10 +30,10 @@ public:
     if (root != 0)
       noPeer("broadcast from", root);
   }
-  void send(const void *, size_t, weft_dtype, int peer) override {
+  void send(const void *, size_t, weft_dtype, int peer, int) override {
     noPeer("send to", peer);
   }
-  void recv(void *, size_t, weft_dtype, int peer) override {
+  void recv(void *, size_t, weft_dtype, int peer, int) override {
     noPeer("recv from", peer);
   }
 

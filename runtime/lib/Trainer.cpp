@@ -15,6 +15,7 @@
 #include "weft/Trainer.h"
 #include "weft/Checkpoint.h"
 #include "weft/ShardLayout.h"
+#include "weft/Trace.h"
 
 #include <chrono>
 #include <fcntl.h>
@@ -221,8 +222,10 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
              static_cast<long long>(state.step));
   }
   std::unique_ptr<Communicator> everyone;
-  if (!options.checkpointDir.empty())
+  if (!options.checkpointDir.empty() || !options.trace.empty())
     everyone = worldCommunicator();
+  if (!options.trace.empty())
+    trace::enable();
   auto save = [&](int64_t step) {
     std::string message;
     if (!saveCheckpoint(options.checkpointDir, {step, seed}, world, *everyone,
@@ -334,9 +337,16 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     lr = float(learningRate(options, step));
     bias1 = float(1 - std::pow(beta1, double(step)));
     bias2 = float(1 - std::pow(beta2, double(step)));
+    // Traced steps start together, so that a rank's idle time is its own.
+    if (trace::enabled()) {
+      int64_t ready = 1;
+      everyone->allReduce(&ready, 1, WEFT_I64, ReduceOp::Sum);
+    }
+    double traceStart = trace::now();
     auto start = std::chrono::steady_clock::now();
     if (weft_model_run(model, entry, error, sizeof(error)) < 0)
       return fail(rank, error);
+    trace::record(trace::Kind::Step, traceStart, trace::now(), step, 0);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -390,6 +400,18 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   }
   if (log)
     fclose(log);
+  if (trace::enabled()) {
+    std::string track = "rank " + std::to_string(rank);
+    for (size_t axis = 0; axis < mesh.names.size(); ++axis)
+      track += (axis ? ", " : " (") + mesh.names[axis] + " " +
+               std::to_string(world.coordinates[axis]) +
+               (axis + 1 == mesh.names.size() ? ")" : "");
+    std::string message;
+    if (!trace::write(options.trace, *everyone, track, message))
+      return fail(rank, message);
+    if (rank == 0)
+      printf("trace: %s\n", options.trace.c_str());
+  }
   return 0;
 }
 

@@ -342,6 +342,36 @@ int printPipelineStages(ModuleOp module, int64_t stages,
   return 0;
 }
 
+/// Cuts the partitioned training step into the programs of the pp ranks:
+/// stages split by layer, each rank's ops ordered by its schedule, values
+/// that cross ranks sent and received (weft-pipeline-cut).
+LogicalResult cutPipeline(ModuleOp module, int64_t ranks,
+                          std::vector<OwningOpRef<ModuleOp>> &programs) {
+  PassManager split(module.getContext());
+  weft::WeftSplitStagesOptions stages;
+  stages.stages = ranks * virtualStages;
+  stages.boundaries.assign(stageBoundaries.begin(), stageBoundaries.end());
+  split.addPass(weft::createWeftSplitStages(stages));
+  if (failed(split.run(module)))
+    return failure();
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    OwningOpRef<ModuleOp> program(module.clone());
+    PassManager passes(module.getContext());
+    weft::WeftPipelineCutOptions options;
+    options.rank = rank;
+    options.schedule = pipelineSchedule;
+    options.microbatches = microbatches;
+    options.virtualStages = virtualStages;
+    passes.addPass(weft::createWeftPipelineCut(options));
+    passes.addPass(weft::createWeftBucketCollectives({bucketMb}));
+    passes.addPass(createCanonicalizerPass());
+    if (failed(passes.run(*program)))
+      return failure();
+    programs.push_back(std::move(program));
+  }
+  return success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   weft::registerAllPasses();
@@ -353,6 +383,7 @@ int main(int argc, char **argv) {
     outputFile = defaultOutput();
   std::optional<int64_t> pipelineStages;
   std::string scheduleText;
+  std::optional<weft::pipeline::Schedule> pipelineSchedulePlan;
   if (!meshOption.empty()) {
     std::string meshError;
     std::optional<weft::Mesh> mesh = weft::Mesh::parse(meshOption, meshError);
@@ -361,9 +392,17 @@ int main(int argc, char **argv) {
     if (std::optional<weft::MeshAxis> pp = mesh->axisNamed("pp"))
       pipelineStages = mesh->sizes[*pp];
   }
-  if (printSchedule) {
-    if (!pipelineStages)
-      return fail("--print-schedule needs a mesh with a pp axis (--mesh pp=4)");
+  if (printSchedule && !pipelineStages)
+    return fail("--print-schedule needs a mesh with a pp axis (--mesh pp=4)");
+  if (trainFlag)
+    program = Program::Train;
+  if (pipelineStages) {
+    if (program != Program::Train && !printSchedule)
+      return fail("pipeline parallelism (mesh axis 'pp') compiles a training "
+                  "step: add --train");
+    if (gradAccum > 1)
+      return fail("with a pp axis the step's micro-batches are "
+                  "--microbatches, not --grad-accum");
     std::optional<weft::pipeline::ScheduleKind> kind =
         weft::pipeline::parseScheduleKind(pipelineSchedule);
     if (!kind)
@@ -378,9 +417,12 @@ int main(int argc, char **argv) {
     if (!weft::pipeline::checkSchedule(*schedule, error))
       return fail("the " + pipelineSchedule + " schedule is wrong: " + error);
     scheduleText = weft::pipeline::drawSchedule(*schedule);
-  } else if (pipelineStages)
-    return fail("pipeline parallelism (mesh axis 'pp') is not compiled yet; "
-                "--print-schedule shows its schedules");
+    pipelineSchedulePlan = std::move(schedule);
+  } else if (microbatches != 1 || virtualStages != 1 ||
+             !stageBoundaries.empty()) {
+    return fail("--microbatches, --virtual-stages and --stage-boundaries "
+                "need a mesh with a pp axis (--mesh pp=2)");
+  }
 
   DialectRegistry registry;
   weft::registerAllDialects(registry);
@@ -413,8 +455,6 @@ int main(int argc, char **argv) {
   PassManager weftPasses(&context);
   if (optLevel > 0)
     weft::buildFuseIdiomsPipeline(weftPasses);
-  if (trainFlag)
-    program = Program::Train;
   if (program != Program::Forward) {
     weft::WeftDeriveTrainStepOptions training;
     training.optimizer = optimizer;
@@ -422,6 +462,10 @@ int main(int argc, char **argv) {
     training.clipNorm = clipNorm;
     training.microBatches = gradAccum;
     training.computeType = precision;
+    if (pipelineStages) {
+      training.microBatches = microbatches;
+      training.markPhases = true;
+    }
     weftPasses.addPass(weft::createWeftDeriveTrainStep(training));
   }
   // Partitioning runs on the entry alone.
@@ -436,8 +480,11 @@ int main(int argc, char **argv) {
     spmdPasses.addPass(
         weft::createWeftPropagateSharding({/*padUneven=*/padUneven}));
     spmdPasses.addPass(weft::createWeftPartition());
-    spmdPasses.addPass(weft::createWeftBucketCollectives({bucketMb}));
-    spmdPasses.addPass(createCanonicalizerPass());
+    // A pipeline buckets each rank's program once it is cut.
+    if (!pipelineStages) {
+      spmdPasses.addPass(weft::createWeftBucketCollectives({bucketMb}));
+      spmdPasses.addPass(createCanonicalizerPass());
+    }
   } else if (!parallel.empty() || sequenceParallel || padUneven) {
     return fail("--parallel, --sequence-parallel and --pad-uneven need --mesh");
   }
@@ -480,155 +527,214 @@ int main(int argc, char **argv) {
   if (failed(spmdPasses.run(*module)))
     return 1;
 
+  // A pipeline runs one program per rank of its pp axis.
+  std::vector<OwningOpRef<ModuleOp>> programs;
+  std::vector<int64_t> inFlight;
+  if (pipelineStages) {
+    if (failed(cutPipeline(*module, *pipelineStages, programs)))
+      return 1;
+    inFlight = weft::pipeline::simulate(*pipelineSchedulePlan).peakInFlight;
+  } else {
+    programs.push_back(std::move(module));
+  }
+  bool pipelined = pipelineStages.has_value();
+
   OutputFiles outputs;
   if (emit == Emit::MLIR) {
     std::string error;
     auto out = openOutputFile(outputFile, &error);
     if (!out)
       return fail(error);
-    module->print(out->os());
+    for (auto [r, program] : llvm::enumerate(programs)) {
+      if (pipelined)
+        out->os() << "// pp rank " << r << "\n";
+      program->print(out->os());
+    }
     out->keep();
     return 0;
   }
-
-  auto main = module->lookupSymbol<func::FuncOp>("main");
-  if (!main)
-    return fail("the model has no function 'main'");
-  std::optional<weft::EntryMesh> mesh = weft::describeMesh(*module);
-  const weft::EntryMesh *meshOrNull = mesh ? &*mesh : nullptr;
-  uint64_t weightsBytes;
-  FailureOr<std::vector<weft::EntryBuffer>> described =
-      weft::describeEntry(main, meshOrNull, weightsBytes);
-  if (failed(described))
-    return 1;
-  std::vector<weft::EntryBuffer> buffers = std::move(*described);
-  std::string manifest = weft::buildManifest(main, buffers, meshOrNull);
-  std::vector<std::string> collectives =
-      mesh ? describeCollectives(*module, *mesh) : std::vector<std::string>{};
-  // The C `main` of the executable is the runtime's.
-  constexpr llvm::StringLiteral entryName = "weft_model_main";
-  if (failed(SymbolTable::replaceAllSymbolUses(
-          main, StringAttr::get(&context, entryName), *module)))
-    return fail("cannot rename the entry function");
-  SymbolTable::setSymbolName(main, entryName);
-  // The manifest now describes the buffers; bufferization changes the
-  // signature these attributes describe.
-  main->removeAttr(weft::WeftDialect::kOutputsAttrName);
-  main->removeAttr(weft::WeftDialect::kOptimizerAttrName);
-  for (unsigned i = 0; i < main.getNumArguments(); ++i)
-    main.setArgAttrs(i, ArrayRef<NamedAttribute>{});
-  for (unsigned i = 0; i < main.getNumResults(); ++i)
-    main.setResultAttrs(i, ArrayRef<NamedAttribute>{});
-  if (failed(lowering.run(*module)))
-    return 1;
-  if (report) {
-    // Every rank runs the same program on same-shaped shards, so one set of
-    // figures holds for each rank.
-    uint64_t inputBytes = 0, outputBytes = 0, paramBytes = 0, wholeBytes = 0,
-             splitBytes = 0, splitWholeBytes = 0, stateBytes = 0;
-    std::vector<const weft::EntryBuffer *> replicated;
-    for (const weft::EntryBuffer &b : buffers) {
-      uint64_t bytes = b.localBytes();
-      if (b.role == weft::EntryBuffer::Role::Input)
-        inputBytes += bytes;
-      else if (b.role == weft::EntryBuffer::Role::Output)
-        outputBytes += bytes;
-      else if (b.role == weft::EntryBuffer::Role::State)
-        stateBytes += bytes;
-      if (b.role != weft::EntryBuffer::Role::Param)
-        continue;
-      uint64_t whole = std::max(1u, b.type.getElementTypeBitWidth() / 8);
-      for (int64_t d : b.globalShape)
-        whole *= d;
-      paramBytes += bytes;
-      wholeBytes += whole;
-      if (b.numShards > 1) {
-        splitBytes += bytes;
-        splitWholeBytes += whole;
-      } else {
-        replicated.push_back(&b);
-      }
-    }
-    if (mesh) {
-      int64_t ranks = 1;
-      for (int64_t size : mesh->sizes)
-        ranks *= size;
-      llvm::outs() << "mesh: ";
-      for (auto [i, name] : llvm::enumerate(mesh->names))
-        llvm::outs() << (i ? "," : "") << name << "=" << mesh->sizes[i];
-      llvm::outs() << " (" << ranks
-                   << " ranks; every figure below is per rank)\n";
-    }
-    llvm::outs() << "parameters: " << paramBytes
-                 << " bytes (whole model: " << wholeBytes << " bytes)\n";
-    if (mesh) {
-      llvm::outs() << "  split: " << splitBytes << " bytes of "
-                   << splitWholeBytes
-                   << "\n  replicated: " << paramBytes - splitBytes
-                   << " bytes in " << replicated.size() << " tensors:";
-      for (const weft::EntryBuffer *b : replicated) {
-        llvm::outs() << " " << b->name << "[";
-        llvm::interleave(b->globalShape, llvm::outs(), "x");
-        llvm::outs() << "]";
-      }
-      llvm::outs() << "\n";
-    }
-    if (stateBytes)
-      llvm::outs() << "optimizer state: " << stateBytes << " bytes\n";
-    llvm::outs() << "weights file: " << weightsBytes - 64
-                 << " bytes (with 64-byte alignment)\ninputs: " << inputBytes
-                 << " bytes\noutputs: " << outputBytes << " bytes\n";
-    if (auto plan = (*module)->getAttrOfType<DictionaryAttr>(
-            weft::WeftDialect::kMemoryPlanAttrName)) {
-      auto get = [&](StringRef key) {
-        auto value = plan.getAs<IntegerAttr>(key);
-        return value ? value.getInt() : 0;
-      };
-      llvm::outs() << "temporaries: peak " << get("peak_bytes")
-                   << " bytes in one arena (" << get("buffers") << " buffers, "
-                   << get("unplanned_bytes") << " bytes without reuse)\n";
-      llvm::outs() << "activations (inputs, outputs, temporaries): "
-                   << inputBytes + outputBytes + get("peak_bytes")
-                   << " bytes\n";
-    }
-    if (mesh) {
-      llvm::outs() << "collectives: " << collectives.size() << " per call\n";
-      for (const std::string &line : collectives)
-        llvm::outs() << "  " << line << "\n";
-    }
-  }
-
+  if (pipelined && emit != Emit::Exe)
+    return fail("--emit=llvm and --emit=obj write one program, and a "
+                "pipeline has one per pp rank: use --emit=mlir or build the "
+                "executable");
   llvm::LLVMContext llvmContext;
-  std::string error;
-  std::unique_ptr<llvm::Module> llvmModule = weft::translateToLLVMIR(
-      *module, llvmContext, entryName, buffers, manifest, optLevel, error);
-  if (!llvmModule)
-    return fail(error);
-  if (emit == Emit::LLVM) {
-    auto out = openOutputFile(outputFile, &error);
-    if (!out)
-      return fail(error);
-    llvmModule->print(out->os(), nullptr);
-    out->keep();
-    return 0;
-  }
+  // Lowers one program to an object file and writes its weights.
+  auto compileProgram = [&](ModuleOp program, int64_t pipelineRank,
+                            const std::string &objectPath,
+                            const std::string &weightsPath) -> int {
+    std::string symbolSuffix =
+        pipelineRank >= 0 ? "_pp" + std::to_string(pipelineRank) : "";
+    auto main = program.lookupSymbol<func::FuncOp>("main");
+    if (!main)
+      return fail("the model has no function 'main'");
+    std::optional<weft::EntryMesh> mesh = weft::describeMesh(program);
+    const weft::EntryMesh *meshOrNull = mesh ? &*mesh : nullptr;
+    uint64_t weightsBytes;
+    FailureOr<std::vector<weft::EntryBuffer>> described =
+        weft::describeEntry(main, meshOrNull, weightsBytes);
+    if (failed(described))
+      return 1;
+    std::vector<weft::EntryBuffer> buffers = std::move(*described);
+    std::string manifest = weft::buildManifest(main, buffers, meshOrNull);
+    std::vector<std::string> collectives =
+        mesh ? describeCollectives(program, *mesh) : std::vector<std::string>{};
+    // The C `main` of the executable is the runtime's.
+    constexpr llvm::StringLiteral entryName = "weft_model_main";
+    if (failed(SymbolTable::replaceAllSymbolUses(
+            main, StringAttr::get(&context, entryName), program)))
+      return fail("cannot rename the entry function");
+    SymbolTable::setSymbolName(main, entryName);
+    // The manifest now describes the buffers; bufferization changes the
+    // signature these attributes describe.
+    main->removeAttr(weft::WeftDialect::kOutputsAttrName);
+    main->removeAttr(weft::WeftDialect::kOptimizerAttrName);
+    for (unsigned i = 0; i < main.getNumArguments(); ++i)
+      main.setArgAttrs(i, ArrayRef<NamedAttribute>{});
+    for (unsigned i = 0; i < main.getNumResults(); ++i)
+      main.setResultAttrs(i, ArrayRef<NamedAttribute>{});
+    if (failed(lowering.run(program)))
+      return 1;
+    if (report) {
+      if (pipelineRank >= 0)
+        llvm::outs() << "pp rank " << pipelineRank << ":\n";
+      // Every rank runs the same program on same-shaped shards, so one set of
+      // figures holds for each rank.
+      uint64_t inputBytes = 0, outputBytes = 0, paramBytes = 0, wholeBytes = 0,
+               splitBytes = 0, splitWholeBytes = 0, stateBytes = 0;
+      std::vector<const weft::EntryBuffer *> replicated;
+      for (const weft::EntryBuffer &b : buffers) {
+        uint64_t bytes = b.localBytes();
+        if (b.role == weft::EntryBuffer::Role::Input)
+          inputBytes += bytes;
+        else if (b.role == weft::EntryBuffer::Role::Output)
+          outputBytes += bytes;
+        else if (b.role == weft::EntryBuffer::Role::State)
+          stateBytes += bytes;
+        if (b.role != weft::EntryBuffer::Role::Param)
+          continue;
+        uint64_t whole = std::max(1u, b.type.getElementTypeBitWidth() / 8);
+        for (int64_t d : b.globalShape)
+          whole *= d;
+        paramBytes += bytes;
+        wholeBytes += whole;
+        if (b.numShards > 1) {
+          splitBytes += bytes;
+          splitWholeBytes += whole;
+        } else {
+          replicated.push_back(&b);
+        }
+      }
+      if (mesh) {
+        int64_t ranks = 1;
+        for (int64_t size : mesh->sizes)
+          ranks *= size;
+        llvm::outs() << "mesh: ";
+        for (auto [i, name] : llvm::enumerate(mesh->names))
+          llvm::outs() << (i ? "," : "") << name << "=" << mesh->sizes[i];
+        llvm::outs() << " (" << ranks
+                     << " ranks; every figure below is per rank)\n";
+      }
+      llvm::outs() << "parameters: " << paramBytes
+                   << " bytes (whole model: " << wholeBytes << " bytes)\n";
+      if (mesh) {
+        llvm::outs() << "  split: " << splitBytes << " bytes of "
+                     << splitWholeBytes
+                     << "\n  replicated: " << paramBytes - splitBytes
+                     << " bytes in " << replicated.size() << " tensors:";
+        for (const weft::EntryBuffer *b : replicated) {
+          llvm::outs() << " " << b->name << "[";
+          llvm::interleave(b->globalShape, llvm::outs(), "x");
+          llvm::outs() << "]";
+        }
+        llvm::outs() << "\n";
+      }
+      if (stateBytes)
+        llvm::outs() << "optimizer state: " << stateBytes << " bytes\n";
+      llvm::outs() << "weights file: " << weightsBytes - 64
+                   << " bytes (with 64-byte alignment)\ninputs: " << inputBytes
+                   << " bytes\noutputs: " << outputBytes << " bytes\n";
+      if (auto plan = (program)->getAttrOfType<DictionaryAttr>(
+              weft::WeftDialect::kMemoryPlanAttrName)) {
+        auto get = [&](StringRef key) {
+          auto value = plan.getAs<IntegerAttr>(key);
+          return value ? value.getInt() : 0;
+        };
+        llvm::outs() << "temporaries: peak " << get("peak_bytes")
+                     << " bytes in one arena (" << get("buffers") << " buffers, "
+                     << get("unplanned_bytes") << " bytes without reuse)\n";
+        llvm::outs() << "activations (inputs, outputs, temporaries): "
+                     << inputBytes + outputBytes + get("peak_bytes")
+                     << " bytes\n";
+      }
+      if (pipelineRank >= 0)
+        llvm::outs() << "pipeline: at most " << inFlight[pipelineRank]
+                     << " micro-batches in flight on this rank ("
+                     << pipelineSchedule << ", " << microbatches
+                     << " micro-batches)\n";
+      if (mesh) {
+        llvm::outs() << "collectives: " << collectives.size() << " per call\n";
+        for (const std::string &line : collectives)
+          llvm::outs() << "  " << line << "\n";
+      }
+    }
 
-  std::string weightsPath = outputFile + ".weights";
-  std::string objectPath =
-      emit == Emit::Obj ? outputFile.getValue() : outputFile + ".o";
-  outputs.paths = {objectPath, weightsPath};
-  if (emit == Emit::Exe)
-    outputs.paths.push_back(outputFile);
-  if (!weft::emitObjectFile(*llvmModule, objectPath, optLevel, error))
-    return fail(error);
-  if (failed(writeWeights(*module, buffers, meshOrNull, weightsBytes, manifest,
-                          weightsPath)))
-    return 1;
+    llvm::LLVMContext llvmContext;
+    std::string error;
+    std::unique_ptr<llvm::Module> llvmModule =
+        weft::translateToLLVMIR(program, llvmContext, entryName, buffers,
+                                manifest, optLevel, error, symbolSuffix);
+    if (!llvmModule)
+      return fail(error);
+    if (emit == Emit::LLVM) {
+      auto out = openOutputFile(outputFile, &error);
+      if (!out)
+        return fail(error);
+      llvmModule->print(out->os(), nullptr);
+      out->keep();
+      outputs.keep = true;
+      return 0;
+    }
+
+    outputs.paths.push_back(objectPath);
+    outputs.paths.push_back(weightsPath);
+    if (!weft::emitObjectFile(*llvmModule, objectPath, optLevel, error))
+      return fail(error);
+    if (failed(writeWeights(program, buffers, meshOrNull, weightsBytes, manifest,
+                            weightsPath)))
+      return 1;
+    return 0;
+  };
+
+  std::vector<std::string> objects;
+  for (auto [r, program] : llvm::enumerate(programs)) {
+    std::string stem =
+        pipelined ? outputFile + ".pp" + std::to_string(r) : outputFile.getValue();
+    std::string objectPath = emit == Emit::Obj ? outputFile.getValue()
+                                               : stem + ".o";
+    if (int status = compileProgram(*program, pipelined ? int64_t(r) : -1,
+                                    objectPath, stem + ".weights"))
+      return status;
+    if (outputs.keep)
+      return 0;
+    objects.push_back(objectPath);
+  }
   if (emit == Emit::Obj) {
     outputs.keep = true;
     return 0;
   }
-
+  if (pipelined) {
+    std::string error;
+    std::unique_ptr<llvm::Module> table = weft::pipelineTable(
+        llvmContext, int64_t(programs.size()), optLevel, error);
+    std::string tablePath = outputFile + ".pipeline.o";
+    outputs.paths.push_back(tablePath);
+    if (!table ||
+        !weft::emitObjectFile(*table, tablePath, optLevel, error))
+      return fail(error);
+    objects.push_back(tablePath);
+  }
+  outputs.paths.push_back(outputFile);
+  bool partitioned = pipelined || weft::describeMesh(*programs.front());
   auto linker = llvm::sys::findProgramByName("c++");
   if (!linker)
     return fail("no C++ compiler driver 'c++' on PATH to link with");
@@ -638,11 +744,12 @@ int main(int argc, char **argv) {
   for (const std::string &lib : {runtimeMain, runtime, runtimeMpi})
     if (!llvm::sys::fs::exists(lib))
       return fail("runtime library '" + lib + "' is missing");
-  std::vector<llvm::StringRef> args{*linker, objectPath};
+  std::vector<llvm::StringRef> args{*linker};
+  args.insert(args.end(), objects.begin(), objects.end());
   // A partitioned model runs its ranks over MPI: the MPI world replaces
   // the runtime's weak one-rank definitions, so it is linked whole.
   llvm::SmallVector<llvm::StringRef> mpiLibraries;
-  if (mesh) {
+  if (partitioned) {
     args.insert(args.end(),
                 {"-Wl,--whole-archive", runtimeMpi, "-Wl,--no-whole-archive"});
     llvm::StringRef(WEFT_MPI_LIBRARIES).split(mpiLibraries, ';', -1, false);
@@ -658,8 +765,8 @@ int main(int argc, char **argv) {
                                 &linkError) != 0)
     return fail("linking failed" +
                 (linkError.empty() ? std::string() : ": " + linkError));
-  llvm::sys::fs::remove(objectPath);
-  outputs.paths.erase(outputs.paths.begin());
+  for (const std::string &object : objects)
+    llvm::sys::fs::remove(object);
   outputs.keep = true;
   return 0;
 }

@@ -145,7 +145,7 @@ TEST(Collectives, OneRankIsTheIdentity) {
   float scattered[3] = {};
   comm->reduceScatter(data, scattered, 3, WEFT_F32, ReduceOp::Max);
   EXPECT_EQ(scattered[1], 2.0f);
-  EXPECT_EXIT(comm->send(data, 3, WEFT_F32, 1), ::testing::ExitedWithCode(1),
+  EXPECT_EXIT(comm->send(data, 3, WEFT_F32, 1, 0), ::testing::ExitedWithCode(1),
               "send to rank 1 in a one-rank program");
 }
 

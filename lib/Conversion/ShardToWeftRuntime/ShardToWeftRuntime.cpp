@@ -32,6 +32,10 @@ enum class CollectiveKind : int64_t {
   AllGather = 1,
   ReduceScatter = 2,
   AllToAll = 3,
+  // Pipeline messages: `dim` is the peer on the grid axes, `concat_dim`
+  // the message's tag.
+  Send = 4,
+  Recv = 5,
 };
 
 constexpr llvm::StringLiteral kCoordinateFunction = "weft_mesh_coordinate";
@@ -140,6 +144,20 @@ struct CollectiveBufferization
     return {CollectiveKind::AllToAll, op.getSplitAxis().getSExtValue(),
             op.getConcatAxis().getSExtValue()};
   }
+  static int64_t tagOf(Operation *op) {
+    // WeftDialect::kTagAttrName, set by weft-pipeline-cut.
+    auto tag = op->getAttrOfType<IntegerAttr>("weft.tag");
+    return tag ? tag.getInt() : 0;
+  }
+  static std::tuple<CollectiveKind, int64_t, int64_t>
+  describe(shard::SendOp op) {
+    return {CollectiveKind::Send, op.getDestination().front(), tagOf(op)};
+  }
+  static std::tuple<CollectiveKind, int64_t, int64_t>
+  describe(shard::RecvOp op) {
+    return {CollectiveKind::Recv,
+            op.getSource() ? op.getSource()->front() : 0, tagOf(op)};
+  }
 };
 
 /// The rank's linear position along `axes` (major first), as an index.
@@ -175,8 +193,8 @@ struct ConvertShardToWeftRuntimePass
     SmallVector<Operation *> shardOps;
     module.walk([&](Operation *op) {
       if (isa<shard::ProcessMultiIndexOp, shard::AllSliceOp, shard::AllReduceOp,
-              shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp>(
-              op))
+              shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
+              shard::SendOp, shard::RecvOp>(op))
         shardOps.push_back(op);
     });
     auto i64 = IntegerType::get(ctx, 64);
@@ -260,5 +278,9 @@ void weft::registerShardBufferizationModels(DialectRegistry &registry) {
         CollectiveBufferization<shard::ReduceScatterOp>>(*ctx);
     shard::AllToAllOp::attachInterface<
         CollectiveBufferization<shard::AllToAllOp>>(*ctx);
+    shard::SendOp::attachInterface<CollectiveBufferization<shard::SendOp>>(
+        *ctx);
+    shard::RecvOp::attachInterface<CollectiveBufferization<shard::RecvOp>>(
+        *ctx);
   });
 }

@@ -230,7 +230,7 @@ hostTargetMachine(unsigned optLevel, std::string &error) {
 std::unique_ptr<llvm::Module> translateToLLVMIR(
     ModuleOp module, llvm::LLVMContext &context, llvm::StringRef entryName,
     const std::vector<EntryBuffer> &buffers, const std::string &manifest,
-    unsigned optLevel, std::string &error) {
+    unsigned optLevel, std::string &error, llvm::StringRef symbolSuffix) {
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   registerOpenMPDialectTranslation(*module.getContext());
@@ -250,7 +250,8 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(
   llvm::Type *ptr = llvm::PointerType::get(context, 0);
   auto *entry = llvm::Function::Create(
       llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr}, false),
-      llvm::GlobalValue::ExternalLinkage, "weft_entry", *llvmModule);
+      llvm::GlobalValue::ExternalLinkage, "weft_entry" + symbolSuffix,
+      *llvmModule);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", entry));
   std::vector<llvm::Value *> args;
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
@@ -282,7 +283,16 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(
   auto *text = llvm::ConstantDataArray::getString(context, manifest);
   new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, text,
-                           "weft_manifest");
+                           "weft_manifest" + symbolSuffix);
+  // Only the entry and the manifest are seen from outside, so that the
+  // programs of a pipeline's ranks link into one executable.
+  for (llvm::Function &function : *llvmModule)
+    if (!function.isDeclaration() && &function != entry)
+      function.setLinkage(llvm::GlobalValue::InternalLinkage);
+  for (llvm::GlobalVariable &global : llvmModule->globals())
+    if (!global.isDeclaration() && !global.getName().starts_with("llvm.") &&
+        global.getName() != ("weft_manifest" + symbolSuffix).str())
+      global.setLinkage(llvm::GlobalValue::InternalLinkage);
 
   std::unique_ptr<llvm::TargetMachine> machine =
       hostTargetMachine(optLevel, error);
@@ -312,6 +322,47 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(
     builder.buildPerModuleDefaultPipeline(level).run(*llvmModule, mam);
   }
   return llvmModule;
+}
+
+std::unique_ptr<llvm::Module> pipelineTable(llvm::LLVMContext &context,
+                                            int64_t programs,
+                                            unsigned optLevel,
+                                            std::string &error) {
+  auto module = std::make_unique<llvm::Module>("weft_pipeline", context);
+  llvm::Type *ptr = llvm::PointerType::get(context, 0);
+  auto *entryType =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr}, false);
+  std::vector<llvm::Constant *> entries, manifests;
+  for (int64_t r = 0; r < programs; ++r) {
+    std::string suffix = "_pp" + std::to_string(r);
+    entries.push_back(llvm::Function::Create(
+        entryType, llvm::GlobalValue::ExternalLinkage, "weft_entry" + suffix,
+        *module));
+    manifests.push_back(new llvm::GlobalVariable(
+        *module, llvm::Type::getInt8Ty(context), /*isConstant=*/true,
+        llvm::GlobalValue::ExternalLinkage, nullptr, "weft_manifest" + suffix));
+  }
+  auto *arrayType = llvm::ArrayType::get(ptr, programs);
+  new llvm::GlobalVariable(*module, arrayType, true,
+                           llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantArray::get(arrayType, entries),
+                           "weft_pipeline_entries");
+  new llvm::GlobalVariable(*module, arrayType, true,
+                           llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantArray::get(arrayType, manifests),
+                           "weft_pipeline_manifests");
+  auto *i64 = llvm::Type::getInt64Ty(context);
+  new llvm::GlobalVariable(*module, i64, true,
+                           llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantInt::get(i64, programs),
+                           "weft_pipeline_programs");
+  std::unique_ptr<llvm::TargetMachine> machine =
+      hostTargetMachine(optLevel, error);
+  if (!machine)
+    return nullptr;
+  module->setDataLayout(machine->createDataLayout());
+  module->setTargetTriple(machine->getTargetTriple());
+  return module;
 }
 
 bool emitObjectFile(llvm::Module &module, llvm::StringRef path,

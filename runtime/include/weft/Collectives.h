@@ -46,9 +46,12 @@ public:
                         weft_dtype dtype) = 0;
   virtual void broadcast(void *data, size_t count, weft_dtype dtype,
                          int root) = 0;
+  /// Buffered: returns at once, the data copied; messages to one peer with
+  /// one tag arrive in order, and a receive matches the peer and the tag.
   virtual void send(const void *data, size_t count, weft_dtype dtype,
-                    int peer) = 0;
-  virtual void recv(void *data, size_t count, weft_dtype dtype, int peer) = 0;
+                    int peer, int tag) = 0;
+  virtual void recv(void *data, size_t count, weft_dtype dtype, int peer,
+                    int tag) = 0;
 };
 
 /// The ranks of a partitioned model: its mesh, this rank's place in it, and

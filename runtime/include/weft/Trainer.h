@@ -27,6 +27,7 @@ struct TrainOptions {
   std::string resumeFrom;    // or from this checkpoint directory
   bool seedGiven = false;    // --seed was passed (else a resume keeps it)
   double peakTflops = 0;     // one rank's peak, for MFU (0: estimated)
+  std::string trace;         // a Chrome trace of every step (weft/Trace.h)
 };
 
 /// Runs `options.steps` training steps of `model` (compiled with

@@ -90,13 +90,24 @@ uint64_t manifestHash(const std::string &manifest);
 
 /// Translates the lowered module to LLVM IR, adds `weft_entry` (unpacking an
 /// array of buffer pointers into the memref arguments of `entryName`) and
-/// the `weft_manifest` string, and optimizes at `optLevel`.
+/// the `weft_manifest` string, and optimizes at `optLevel`. Both names end
+/// in `symbolSuffix` (a pipeline rank's program: "_pp1"); every other
+/// definition is internal.
 std::unique_ptr<llvm::Module>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
                   llvm::StringRef entryName,
                   const std::vector<EntryBuffer> &buffers,
                   const std::string &manifest, unsigned optLevel,
-                  std::string &error);
+                  std::string &error, llvm::StringRef symbolSuffix = "");
+
+/// An object's worth of LLVM IR naming the programs of a pipeline's ranks:
+/// `weft_pipeline_programs` (their number), `weft_pipeline_entries` and
+/// `weft_pipeline_manifests` (rank r's `weft_entry_pp<r>` and
+/// `weft_manifest_pp<r>`).
+std::unique_ptr<llvm::Module> pipelineTable(llvm::LLVMContext &context,
+                                            int64_t programs,
+                                            unsigned optLevel,
+                                            std::string &error);
 
 /// Writes a native object file for the host CPU.
 bool emitObjectFile(llvm::Module &module, llvm::StringRef path,

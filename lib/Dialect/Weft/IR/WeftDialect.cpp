@@ -74,9 +74,19 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be an array of strings";
     return success();
   }
-  if (name == kStageAttrName) {
-    auto stage = llvm::dyn_cast<IntegerAttr>(attr.getValue());
-    if (!stage || stage.getInt() < 0)
+  if (name == kPhaseAttrName) {
+    auto phase = llvm::dyn_cast<StringAttr>(attr.getValue());
+    if (!phase || !llvm::is_contained({"forward", "backward", "update"},
+                                      phase.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be \"forward\", \"backward\" or "
+                                "\"update\"";
+    return success();
+  }
+  if (name == kStageAttrName || name == kMicrobatchAttrName ||
+      name == kTagAttrName) {
+    auto value = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || value.getInt() < 0)
       return op->emitError() << "'" << name
                              << "' must be a non-negative integer";
     return success();

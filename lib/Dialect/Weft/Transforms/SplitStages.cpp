@@ -114,13 +114,14 @@ struct WeftSplitStagesPass
       return llvm::count_if(cuts, [&](int64_t cut) { return cut <= index; });
     };
 
-    // An op in a layer takes the layer's stage; an optimizer update (what
-    // a state feeds) the stage of its parameter's first use; another op
-    // outside layers the latest stage among its operands' producers (the
-    // head follows the last layer), else the stage of the op before it
-    // (the embedding is stage 0).
+    // An op in a layer takes the layer's stage. Another op takes the
+    // latest stage among its operands' producers (the head follows the last
+    // layer); one that reads only arguments and such ops (the embedding,
+    // the labels' one-hot) the earliest stage among its users. An optimizer
+    // update (what a state feeds) takes the stage of its parameter's first
+    // use, and so does what feeds only updates (weight decay, the clipped
+    // gradient).
     OpBuilder builder(func.getContext());
-    llvm::StringMap<int64_t> paramStage;
     llvm::MapVector<StringRef, llvm::SmallSetVector<int64_t, 2>> paramStages;
     auto argAttr = [&](Value value, StringRef attr) -> StringAttr {
       auto arg = llvm::dyn_cast<BlockArgument>(value);
@@ -128,60 +129,79 @@ struct WeftSplitStagesPass
         return nullptr;
       return func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr);
     };
-    llvm::DenseMap<Operation *, int64_t> updateStage;
-    int64_t previous = 0;
+    llvm::DenseMap<Operation *, int64_t> stageOf;
+    llvm::SetVector<Operation *> updates;
     for (Operation &op : body.without_terminator()) {
-      std::optional<int64_t> stage;
-      if (std::optional<std::string> layer = numberedLayerOf(op.getLoc()))
-        stage = stageOfLayer(*layer);
-      // The update chain: what a state, or an op of the chain, feeds.
-      std::optional<int64_t> update;
-      for (Value operand : op.getOperands()) {
+      std::optional<std::string> layer = numberedLayerOf(op.getLoc());
+      if (layer)
+        stageOf[&op] = stageOfLayer(*layer);
+      bool update = llvm::any_of(op.getOperands(), [&](Value operand) {
+        return argAttr(operand, WeftDialect::kStateAttrName) ||
+               updates.contains(operand.getDefiningOp());
+      });
+      if (update)
+        updates.insert(&op);
+      if (layer || update)
+        continue;
+      for (Value operand : op.getOperands())
+        if (Operation *producer = operand.getDefiningOp();
+            producer && !producer->hasTrait<OpTrait::ConstantLike>() &&
+            stageOf.count(producer))
+          stageOf[&op] = std::max(stageOf.lookup(&op), stageOf[producer]);
+    }
+    for (Operation &op : llvm::reverse(body.without_terminator())) {
+      if (stageOf.count(&op) || updates.contains(&op))
+        continue;
+      std::optional<int64_t> earliest;
+      for (Operation *user : op.getUsers())
+        if (auto it = stageOf.find(user); it != stageOf.end())
+          earliest = std::min(earliest.value_or(it->second), it->second);
+      if (earliest)
+        stageOf[&op] = *earliest;
+    }
+    llvm::StringMap<int64_t> paramStage;
+    for (Operation &op : body.without_terminator())
+      if (auto it = stageOf.find(&op); it != stageOf.end())
+        for (Value operand : op.getOperands())
+          if (StringAttr param = argAttr(operand, WeftDialect::kParamAttrName))
+            paramStage.try_emplace(param.getValue(), it->second);
+    for (Operation *op : updates) {
+      if (stageOf.count(op))
+        continue;
+      for (Value operand : op->getOperands()) {
         if (StringAttr state = argAttr(operand, WeftDialect::kStateAttrName))
-          update = paramStage.lookup(state.getValue().split(':').second);
+          stageOf[op] = paramStage.lookup(state.getValue().split(':').second);
         else if (Operation *producer = operand.getDefiningOp();
-                 producer && updateStage.count(producer))
-          update = updateStage.lookup(producer);
-        if (update)
+                 producer && updates.contains(producer))
+          stageOf[op] = stageOf.lookup(producer);
+        if (stageOf.count(op))
           break;
       }
-      if (update) {
-        updateStage[&op] = *update;
-        if (!stage)
-          stage = update;
-      }
-      if (!stage)
-        for (Value operand : op.getOperands())
-          if (Operation *producer = operand.getDefiningOp();
-              producer && !producer->hasTrait<OpTrait::ConstantLike>())
-            if (auto producerStage = producer->getAttrOfType<IntegerAttr>(
-                    WeftDialect::kStageAttrName))
-              stage = std::max(stage.value_or(0), producerStage.getInt());
-      previous = stage.value_or(previous);
-      op.setAttr(WeftDialect::kStageAttrName,
-                 builder.getI64IntegerAttr(previous));
-      for (Value operand : op.getOperands())
-        if (StringAttr param = argAttr(operand, WeftDialect::kParamAttrName))
-          paramStage.try_emplace(param.getValue(), previous);
     }
-    // What feeds only an update (the weight decay of a parameter) belongs
-    // to the update's stage.
     for (Operation &op : llvm::reverse(body.without_terminator())) {
-      if (updateStage.count(&op) || numberedLayerOf(op.getLoc()) ||
+      if (updates.contains(&op) || numberedLayerOf(op.getLoc()) ||
           op.use_empty())
         continue;
       std::optional<int64_t> stage;
       bool onlyUpdates = llvm::all_of(op.getUsers(), [&](Operation *user) {
-        auto it = updateStage.find(user);
-        if (it == updateStage.end() || (stage && *stage != it->second))
+        if (!updates.contains(user) ||
+            (stage && *stage != stageOf.lookup(user)))
           return false;
-        stage = it->second;
+        stage = stageOf.lookup(user);
         return true;
       });
       if (!onlyUpdates)
         continue;
-      updateStage[&op] = *stage;
-      op.setAttr(WeftDialect::kStageAttrName, builder.getI64IntegerAttr(*stage));
+      updates.insert(&op);
+      stageOf[&op] = *stage;
+    }
+    // What is left (unused ops) stays with the op before it.
+    int64_t previous = 0;
+    for (Operation &op : body.without_terminator()) {
+      if (auto it = stageOf.find(&op); it != stageOf.end())
+        previous = it->second;
+      op.setAttr(WeftDialect::kStageAttrName,
+                 builder.getI64IntegerAttr(previous));
     }
     for (Operation &op : body.without_terminator())
       for (Value operand : op.getOperands())

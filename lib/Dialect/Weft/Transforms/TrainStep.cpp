@@ -126,6 +126,33 @@ void castContractions(func::FuncOp func, FloatType narrow) {
   }
 }
 
+/// The terms of `value` when it is a tree of same-typed adds used only by
+/// each other (the adjoint sums of a value read twice); the tree's adds are
+/// erased. `value` itself otherwise.
+SmallVector<Value> splitSum(Value value) {
+  auto add = value.getDefiningOp<AddOp>();
+  if (!add || add.getLhs().getType() != value.getType() ||
+      add.getRhs().getType() != value.getType() || !value.use_empty())
+    return {value};
+  SmallVector<Value> terms, work{add.getLhs(), add.getRhs()};
+  SmallVector<Operation *> adds{add};
+  while (!work.empty()) {
+    Value term = work.pop_back_val();
+    auto inner = term.getDefiningOp<AddOp>();
+    if (inner && term.hasOneUse() && inner.getLhs().getType() == term.getType() &&
+        inner.getRhs().getType() == term.getType()) {
+      adds.push_back(inner);
+      work.push_back(inner.getLhs());
+      work.push_back(inner.getRhs());
+      continue;
+    }
+    terms.push_back(term);
+  }
+  for (Operation *op : adds)
+    op->erase();
+  return terms;
+}
+
 struct WeftDeriveTrainStepPass
     : public weft::impl::WeftDeriveTrainStepBase<WeftDeriveTrainStepPass> {
   using WeftDeriveTrainStepBase::WeftDeriveTrainStepBase;
@@ -205,7 +232,16 @@ struct WeftDeriveTrainStepPass
       return failure();
 
     // train_step: the gradient function's body (once per micro-batch),
-    // then the update.
+    // then the update. The gradient function starts with a copy of the
+    // loss's ops (the forward pass); the adjoints follow.
+    size_t forwardOps = loss.getBody().front().getOperations().size() - 1;
+    auto mark = [&](Operation *op, int64_t microbatch, StringRef phase) {
+      if (!markPhases)
+        return;
+      op->setAttr(WeftDialect::kMicrobatchAttrName,
+                  b.getI64IntegerAttr(microbatch));
+      op->setAttr(WeftDialect::kPhaseAttrName, b.getStringAttr(phase));
+    };
     if (microBatches < 1)
       return main.emitError("weft-derive-train-step: micro-batches must be "
                             "positive");
@@ -264,7 +300,11 @@ struct WeftDeriveTrainStepPass
     OpBuilder sb = OpBuilder::atBlockEnd(stepBody);
     StepBuilder s(sb, main.getLoc(), element);
     // Sums of the loss and of each gradient over the micro-batches.
-    SmallVector<Value> gradResults;
+    // Per result, the sums over the micro-batches of its parts: one part,
+    // or for pipelining each use's share of a parameter's gradient (GPT's
+    // tied embedding and LM head), so that each stage sums its own share
+    // and the shares meet once, at the update.
+    SmallVector<SmallVector<Value>> partSums;
     for (int64_t k = 0; k < microBatches; ++k) {
       IRMapping stepMapping;
       for (auto [arg, stepArg] :
@@ -278,26 +318,46 @@ struct WeftDeriveTrainStepPass
           SmallVector<int64_t> sizes(type.getShape());
           offsets[0] = k;
           sizes[0] = 1;
-          value = ReshapeOp::create(
-              sb, main.getLoc(), arg.getType(),
-              SliceOp::create(sb, main.getLoc(), value, offsets, sizes,
-                              strides));
+          auto slice = SliceOp::create(sb, main.getLoc(), value, offsets,
+                                       sizes, strides);
+          auto reshape =
+              ReshapeOp::create(sb, main.getLoc(), arg.getType(), slice);
+          mark(slice, k, "forward");
+          mark(reshape, k, "forward");
+          value = reshape;
         }
         stepMapping.map(arg, value);
       }
-      for (Operation &op : (*grad).getBody().front()) {
+      for (auto [index, op] : llvm::enumerate((*grad).getBody().front())) {
         if (auto ret = dyn_cast<func::ReturnOp>(op)) {
           for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-            Value result = stepMapping.lookup(v);
-            if (k == 0)
-              gradResults.push_back(result);
-            else
-              gradResults[i] = s.add(gradResults[i], result);
+            SmallVector<Value> parts = markPhases
+                                           ? splitSum(stepMapping.lookup(v))
+                                           : SmallVector<Value>{
+                                                 stepMapping.lookup(v)};
+            if (k == 0) {
+              partSums.push_back(parts);
+              continue;
+            }
+            assert(parts.size() == partSums[i].size() &&
+                   "every micro-batch's gradient has the same parts");
+            for (auto [sum, part] : llvm::zip(partSums[i], parts)) {
+              sum = s.add(sum, part);
+              mark(sum.getDefiningOp(), k, "backward");
+            }
           }
           break;
         }
-        sb.clone(op, stepMapping);
+        mark(sb.clone(op, stepMapping), k,
+             index < forwardOps ? "forward" : "backward");
       }
+    }
+    SmallVector<Value> gradResults;
+    for (ArrayRef<Value> sums : partSums) {
+      Value total = sums.front();
+      for (Value sum : sums.drop_front())
+        total = s.add(total, sum);
+      gradResults.push_back(total);
     }
     if (microBatches > 1)
       for (Value &sum : gradResults)
@@ -374,6 +434,11 @@ struct WeftDeriveTrainStepPass
                 .getValue()));
       }
     func::ReturnOp::create(sb, main.getLoc(), results);
+    // The update runs after the last micro-batch.
+    if (markPhases)
+      for (Operation &op : stepBody->without_terminator())
+        if (!op.hasAttr(WeftDialect::kPhaseAttrName))
+          mark(&op, microBatches - 1, "update");
     step.setType(
         FunctionType::get(ctx, inputs, ValueRange(results).getTypes()));
     step->setAttr(WeftDialect::kOutputsAttrName, b.getArrayAttr(names));

@@ -62,6 +62,16 @@ def Weft_Dialect : Dialect {
         "weft.pinned_dims";
     /// On an op: the pipeline stage it runs in (an IntegerAttr).
     static constexpr ::llvm::StringLiteral kStageAttrName = "weft.stage";
+    /// On an op of a training step derived for pipelining: the micro-batch
+    /// it belongs to (an IntegerAttr).
+    static constexpr ::llvm::StringLiteral kMicrobatchAttrName =
+        "weft.microbatch";
+    /// On an op of a training step derived for pipelining: "forward",
+    /// "backward" or "update" (a StringAttr).
+    static constexpr ::llvm::StringLiteral kPhaseAttrName = "weft.phase";
+    /// On a `shard.send` or `shard.recv` of a pipeline: the message's tag,
+    /// unique per value and pair of ranks (an IntegerAttr).
+    static constexpr ::llvm::StringLiteral kTagAttrName = "weft.tag";
     /// On a function split into pipeline stages: {stages, boundaries,
     /// tied} (a dictionary).
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "weft.pipeline";

@@ -129,6 +129,12 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     gradients (the adjoint of the cast) and the optimizer state stay f32:
     the parameters are the master weights. bf16 has f32's exponent range,
     so the loss needs no scaling.
+
+    With `mark-phases` every op the step is built from carries
+    `weft.microbatch` (the micro-batch whose loss and gradient it computes)
+    and `weft.phase`: "forward", "backward" (the adjoint ops of
+    `weft-autodiff`) or "update" (the gradient norm and the optimizer).
+    `weft-pipeline-cut` schedules the ops of each pipeline stage by them.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
@@ -147,7 +153,9 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Accumulate gradients over this many micro-batches per step">,
     Option<"computeType", "compute-type", "std::string", /*default=*/"\"f32\"",
-           "Element type of the contractions: f32, or bf16 (mixed precision)">
+           "Element type of the contractions: f32, or bf16 (mixed precision)">,
+    Option<"markPhases", "mark-phases", "bool", /*default=*/"false",
+           "Mark each op with its micro-batch and phase (for pipelining)">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }
@@ -277,6 +285,59 @@ def WeftSplitStages : Pass<"weft-split-stages", "::mlir::ModuleOp"> {
            "Pipeline stages">,
     ListOption<"boundaries", "boundaries", "int64_t",
                "First layer of each stage after the first">
+  ];
+}
+
+def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
+  let summary = "Keep one pipeline rank's part of a training step, with "
+                "send/recv between ranks";
+  let description = [{
+    Input: `main`, a training step derived with `mark-phases` (every op
+    names its micro-batch and phase), split by `weft-split-stages` into
+    p·v stages, in a module whose mesh has a `pp` axis of size p (it may
+    be partitioned over the other axes already). Stage s runs on pp rank
+    s mod p as its chunk s / p.
+
+    For pp rank `rank` the pass keeps the ops of its stages and orders
+    them as its instruction list (`schedule`, `microbatches`,
+    `virtual-stages`; see PipelineSchedule.h): the forward ops of a chunk
+    and micro-batch form one instruction, its backward ops another, the
+    gradient norm and the optimizer update come last. Ops that read only
+    arguments and constants (input slices, weight casts, ZeRO-3 gathers)
+    run first on every rank that needs them.
+
+    A value used on another rank travels as `shard.send` on the `pp` axis
+    right after it is computed and `shard.recv` right before its first use
+    there, both tagged `weft.tag` (unique per message); scalars travel as
+    [1]. Before rewriting, the pass runs every rank's sends (buffered) and
+    receives (blocking) against each other and fails, naming the value,
+    if one would wait forever.
+
+    The rank returns its parameters' new values (a parameter read on two
+    ranks, a tied embedding, is returned by both), the optimizer state it
+    updates, the loss and the gradient norm; it keeps the parameters and
+    state it reads and every training input. A call to
+    `weft_pipeline_mark(kind, chunk, microbatch)` starts each instruction
+    (kind 0 forward, 1 backward, 2 optimizer) so that the runtime can
+    trace the timeline.
+
+    Example: with p = 2 and m = 2 under 1f1b, rank 0 runs F0 F1 B0 B1 and
+    sends its last layer's output of each micro-batch to rank 1, which
+    sends the gradient back.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "The pp coordinate to keep">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b or interleaved">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Micro-batches per step">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Model chunks per rank (interleaved)">
+  ];
+  let dependentDialects = [
+    "::mlir::shard::ShardDialect", "::mlir::arith::ArithDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect"
   ];
 }
 
