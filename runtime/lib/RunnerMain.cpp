@@ -92,6 +92,20 @@ std::string manifestMesh(const char *manifest) {
   return text;
 }
 
+/// The communicator groups a manifest lists (its "groups" line).
+std::vector<int64_t> manifestGroups(const char *manifest) {
+  const char *line = strstr(manifest, "\ngroups ");
+  std::vector<int64_t> groups;
+  if (!line)
+    return groups;
+  std::istringstream fields(std::string(line + 8, strchr(line + 1, '\n')));
+  size_t count = 0;
+  fields >> count;
+  for (int64_t mask; groups.size() < count && fields >> mask;)
+    groups.push_back(mask);
+  return groups;
+}
+
 /// The mesh the manifest names (none for a one-rank model).
 MeshShape manifestMeshShape(const std::string &text) {
   MeshShape mesh;
@@ -324,9 +338,16 @@ int main(int argc, char **argv) {
     std::ofstream(std::string(runDir) + "/rank" + std::to_string(world->rank) +
                   ".pid")
         << getpid() << "\n";
+  // Creating a communicator takes every rank, in one order: the groups of
+  // all of a pipeline's programs are created on each rank, sorted.
   std::vector<int64_t> groups;
   for (size_t g = 0; g < weft_model_num_groups(model); ++g)
     groups.push_back(weft_model_group(model, g));
+  for (int64_t p = 0; pipelined() && p < weft_pipeline_programs; ++p)
+    for (int64_t mask : manifestGroups(weft_pipeline_manifests[p]))
+      groups.push_back(mask);
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   world->createGroups(groups);
   if (weft_model_set_rank(model, world->rank, error, sizeof(error)) != 0)
     return fail(error);
