@@ -101,9 +101,10 @@ MPI_Op bf16Op(ReduceOp op) {
   static MPI_Op ops[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
   int index = int(op);
   if (ops[index] == MPI_OP_NULL) {
-    MPI_User_function *function = op == ReduceOp::Sum ? reduceBf16<ReduceOp::Sum>
-                                  : op == ReduceOp::Max ? reduceBf16<ReduceOp::Max>
-                                                        : reduceBf16<ReduceOp::Min>;
+    MPI_User_function *function =
+        op == ReduceOp::Sum   ? reduceBf16<ReduceOp::Sum>
+        : op == ReduceOp::Max ? reduceBf16<ReduceOp::Max>
+                              : reduceBf16<ReduceOp::Min>;
     check(MPI_Op_create(function, /*commute=*/1, &ops[index]), "MPI_Op_create");
   }
   return ops[index];
@@ -171,10 +172,10 @@ public:
             int tag) override {
     finishSends();
     size_t bytes = count * weft_dtype_size(dtype);
-    sending.push_back({std::vector<char>(static_cast<const char *>(data),
-                                         static_cast<const char *>(data) +
-                                             bytes),
-                       MPI_REQUEST_NULL});
+    sending.push_back(
+        {std::vector<char>(static_cast<const char *>(data),
+                           static_cast<const char *>(data) + bytes),
+         MPI_REQUEST_NULL});
     Pending &pending = sending.back();
     check(MPI_Isend(pending.data.data(), int(count), mpiType(dtype, false),
                     peer, tag, comm, &pending.request),

@@ -313,8 +313,7 @@ int main(int argc, char **argv) {
   if (pipelined()) {
     auto pp = std::find(mesh.names.begin(), mesh.names.end(), "pp");
     if (pp == mesh.names.end())
-      return fail("the pipeline's mesh " + mesh.describe() +
-                  " has no pp axis");
+      return fail("the pipeline's mesh " + mesh.describe() + " has no pp axis");
     pipelineRank = world->coordinates[pp - mesh.names.begin()];
     if (pipelineRank >= weft_pipeline_programs)
       return fail("pp rank " + std::to_string(pipelineRank) +

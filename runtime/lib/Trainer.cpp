@@ -18,17 +18,17 @@
 #include "weft/Trace.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <map>
+#include <memory>
 #include <omp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <map>
-#include <memory>
 #include <vector>
 
 namespace weft::runtime {
@@ -91,7 +91,6 @@ double learningRate(const TrainOptions &options, int64_t step) {
   return minLr + 0.5 * (options.lr - minLr) * (1 + std::cos(M_PI * progress));
 }
 
-
 /// One rank's peak fp32 FLOP/s, estimated from its threads, the clock
 /// /proc/cpuinfo reports and the vector FMA width: a rough figure (the
 /// clock varies), which --peak-tflops replaces.
@@ -104,8 +103,8 @@ double estimatedPeakFlops() {
       break;
     }
   double perCycle = __builtin_cpu_supports("avx512f") ? 64
-                    : __builtin_cpu_supports("fma") ? 32
-                                                    : 8;
+                    : __builtin_cpu_supports("fma")   ? 32
+                                                      : 8;
   return omp_get_max_threads() * megahertz * 1e6 * perCycle;
 }
 
@@ -200,13 +199,13 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   uint64_t seed = options.seed;
   if (options.resume || !options.resumeFrom.empty()) {
     std::string path = options.resumeFrom;
-    if (path.empty() && (path = latestCheckpoint(options.checkpointDir))
-                            .empty())
-      return fail(rank, "there is no checkpoint to resume from in '" +
-                            options.checkpointDir + "'" +
-                            (options.checkpointDir.empty()
-                                 ? " (pass --ckpt-dir DIR)"
-                                 : ""));
+    if (path.empty() &&
+        (path = latestCheckpoint(options.checkpointDir)).empty())
+      return fail(
+          rank,
+          "there is no checkpoint to resume from in '" + options.checkpointDir +
+              "'" +
+              (options.checkpointDir.empty() ? " (pass --ckpt-dir DIR)" : ""));
     CheckpointState state;
     std::string message;
     if (!loadCheckpoint(path, world, checkpointed, state, message))
@@ -316,15 +315,14 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     for (int64_t b = 0; b < batch; ++b) {
       if (!ownRow[b])
         continue;
-      uint64_t offset = mix(mix(seed) ^ mix(step * 1000003 + b)) %
-                        (corpus.count - seq - 1);
+      uint64_t offset =
+          mix(mix(seed) ^ mix(step * 1000003 + b)) % (corpus.count - seq - 1);
       for (int64_t s = 0; s <= seq; ++s) {
         uint16_t token = corpus.tokens[offset + s];
         if (vocab && token >= vocab)
-          return fail(rank, "token " + std::to_string(token) +
-                                " at position " + std::to_string(offset + s) +
-                                " of '" + options.data +
-                                "' is outside the vocabulary (" +
+          return fail(rank, "token " + std::to_string(token) + " at position " +
+                                std::to_string(offset + s) + " of '" +
+                                options.data + "' is outside the vocabulary (" +
                                 std::to_string(vocab) + ")");
         if (s < seq)
           ids[b * seq + s] = token;

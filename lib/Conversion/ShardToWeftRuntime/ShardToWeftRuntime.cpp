@@ -40,9 +40,9 @@ enum class CollectiveKind : int64_t {
 
 constexpr llvm::StringLiteral kCoordinateFunction = "weft_mesh_coordinate";
 
-
 std::string collectiveFunction(Type elementType) {
-  return ("weft_collective_" + weft::runtimeTypeName(elementType).value_or("unknown"))
+  return ("weft_collective_" +
+          weft::runtimeTypeName(elementType).value_or("unknown"))
       .str();
 }
 
@@ -155,8 +155,8 @@ struct CollectiveBufferization
   }
   static std::tuple<CollectiveKind, int64_t, int64_t>
   describe(shard::RecvOp op) {
-    return {CollectiveKind::Recv,
-            op.getSource() ? op.getSource()->front() : 0, tagOf(op)};
+    return {CollectiveKind::Recv, op.getSource() ? op.getSource()->front() : 0,
+            tagOf(op)};
   }
 };
 

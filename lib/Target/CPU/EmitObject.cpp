@@ -149,7 +149,6 @@ static std::string escape(llvm::StringRef name) {
   return out.empty() ? "%00" : out;
 }
 
-
 std::string buildManifest(func::FuncOp func,
                           const std::vector<EntryBuffer> &buffers,
                           const EntryMesh *mesh) {
@@ -184,7 +183,8 @@ std::string buildManifest(func::FuncOp func,
                 : b.role == EntryBuffer::Role::Param ? "param "
                 : b.role == EntryBuffer::Role::State ? "state "
                                                      : "output ";
-    manifest += escape(b.name) + " " + runtimeTypeName(b.type.getElementType()).value_or("i1").str() +
+    manifest += escape(b.name) + " " +
+                runtimeTypeName(b.type.getElementType()).value_or("i1").str() +
                 " " + std::to_string(b.type.getRank());
     for (int64_t d : b.globalShape)
       manifest += " " + std::to_string(d);
@@ -325,8 +325,7 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(
 }
 
 std::unique_ptr<llvm::Module> pipelineTable(llvm::LLVMContext &context,
-                                            int64_t programs,
-                                            unsigned optLevel,
+                                            int64_t programs, unsigned optLevel,
                                             std::string &error) {
   auto module = std::make_unique<llvm::Module>("weft_pipeline", context);
   llvm::Type *ptr = llvm::PointerType::get(context, 0);
@@ -335,27 +334,25 @@ std::unique_ptr<llvm::Module> pipelineTable(llvm::LLVMContext &context,
   std::vector<llvm::Constant *> entries, manifests;
   for (int64_t r = 0; r < programs; ++r) {
     std::string suffix = "_pp" + std::to_string(r);
-    entries.push_back(llvm::Function::Create(
-        entryType, llvm::GlobalValue::ExternalLinkage, "weft_entry" + suffix,
-        *module));
+    entries.push_back(llvm::Function::Create(entryType,
+                                             llvm::GlobalValue::ExternalLinkage,
+                                             "weft_entry" + suffix, *module));
     manifests.push_back(new llvm::GlobalVariable(
         *module, llvm::Type::getInt8Ty(context), /*isConstant=*/true,
         llvm::GlobalValue::ExternalLinkage, nullptr, "weft_manifest" + suffix));
   }
   auto *arrayType = llvm::ArrayType::get(ptr, programs);
-  new llvm::GlobalVariable(*module, arrayType, true,
-                           llvm::GlobalValue::ExternalLinkage,
-                           llvm::ConstantArray::get(arrayType, entries),
-                           "weft_pipeline_entries");
+  new llvm::GlobalVariable(
+      *module, arrayType, true, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantArray::get(arrayType, entries), "weft_pipeline_entries");
   new llvm::GlobalVariable(*module, arrayType, true,
                            llvm::GlobalValue::ExternalLinkage,
                            llvm::ConstantArray::get(arrayType, manifests),
                            "weft_pipeline_manifests");
   auto *i64 = llvm::Type::getInt64Ty(context);
-  new llvm::GlobalVariable(*module, i64, true,
-                           llvm::GlobalValue::ExternalLinkage,
-                           llvm::ConstantInt::get(i64, programs),
-                           "weft_pipeline_programs");
+  new llvm::GlobalVariable(
+      *module, i64, true, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantInt::get(i64, programs), "weft_pipeline_programs");
   std::unique_ptr<llvm::TargetMachine> machine =
       hostTargetMachine(optLevel, error);
   if (!machine)

@@ -66,9 +66,10 @@ struct WeftPipelineCutPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
+    auto main = module.lookupSymbol<func::FuncOp>(function);
     if (!main || main.isExternal()) {
-      module.emitError("weft-pipeline-cut: no function 'main'");
+      module.emitError() << "weft-pipeline-cut: no function '"
+                         << std::string(function) << "'";
       return signalPassFailure();
     }
     if (failed(cut(module, main)))
@@ -77,26 +78,27 @@ struct WeftPipelineCutPass
 
   LogicalResult cut(ModuleOp module, func::FuncOp func) {
     std::optional<Mesh> mesh = Mesh::find(module);
-    std::optional<MeshAxis> ppAxis = mesh ? mesh->axisNamed("pp") : std::nullopt;
+    std::optional<MeshAxis> ppAxis =
+        mesh ? mesh->axisNamed("pp") : std::nullopt;
     if (!ppAxis)
       return func.emitError("weft-pipeline-cut: the module needs a mesh with "
                             "a 'pp' axis");
     int64_t ranks = mesh->sizes[*ppAxis];
     if (rank < 0 || rank >= ranks)
-      return func.emitError() << "weft-pipeline-cut: rank " << rank
+      return func.emitError() << "weft-pipeline-cut: rank " << int64_t(rank)
                               << " is not on the pp axis of size " << ranks;
     std::optional<pipeline::ScheduleKind> kind =
         pipeline::parseScheduleKind(schedule);
     if (!kind)
       return func.emitError() << "weft-pipeline-cut: unknown schedule '"
-                              << schedule << "'";
+                              << std::string(schedule) << "'";
     std::string error;
     std::optional<pipeline::Schedule> plan = pipeline::buildSchedule(
         *kind, ranks, microbatches, virtualStages, error);
     if (!plan || !pipeline::checkSchedule(*plan, error))
       return func.emitError() << "weft-pipeline-cut: " << error;
-    auto stages = func->getAttrOfType<DictionaryAttr>(
-        WeftDialect::kPipelineAttrName);
+    auto stages =
+        func->getAttrOfType<DictionaryAttr>(WeftDialect::kPipelineAttrName);
     auto stageCount =
         stages ? stages.getAs<IntegerAttr>("stages") : IntegerAttr();
     if (!stageCount || stageCount.getInt() != ranks * virtualStages)
@@ -202,15 +204,15 @@ struct WeftPipelineCutPass
       if (placement.count(op))
         order[placement[op].rank].push_back(op);
     for (auto &list : order)
-      llvm::stable_sort(list, [&](Operation *a, Operation *b) {
-        return slot[a] < slot[b];
-      });
+      llvm::stable_sort(
+          list, [&](Operation *a, Operation *b) { return slot[a] < slot[b]; });
 
     // What each rank returns: a parameter where it is read, optimizer state
     // where it is updated, the loss and the norm everywhere.
-    auto outputs = func->getAttrOfType<ArrayAttr>(WeftDialect::kOutputsAttrName);
+    auto outputs =
+        func->getAttrOfType<ArrayAttr>(WeftDialect::kOutputsAttrName);
     if (!outputs || outputs.size() != ret.getNumOperands())
-      return func.emitError("weft-pipeline-cut: 'main' needs weft.outputs");
+      return func.emitError("weft-pipeline-cut: the step needs weft.outputs");
     std::vector<llvm::DenseSet<Operation *>> needsSource(ranks);
     std::vector<llvm::DenseSet<unsigned>> usesArgument(ranks);
     auto markSources = [&](int64_t r, Value v) {
@@ -222,7 +224,8 @@ struct WeftPipelineCutPass
           continue;
         }
         Operation *producer = value.getDefiningOp();
-        if (!sourceOnly.count(producer) || !needsSource[r].insert(producer).second)
+        if (!sourceOnly.count(producer) ||
+            !needsSource[r].insert(producer).second)
           continue;
         llvm::append_range(work, producer->getOperands());
       }
@@ -232,7 +235,8 @@ struct WeftPipelineCutPass
         for (Value v : op->getOperands())
           markSources(r, v);
     std::vector<SmallVector<unsigned>> returned(ranks);
-    for (auto [i, name] : llvm::enumerate(outputs.getAsValueRange<StringAttr>())) {
+    for (auto [i, name] :
+         llvm::enumerate(outputs.getAsValueRange<StringAttr>())) {
       Value value = ret.getOperand(i);
       Operation *producer = value.getDefiningOp();
       for (int64_t r = 0; r < ranks; ++r) {
@@ -261,12 +265,11 @@ struct WeftPipelineCutPass
     auto need = [&](Value value, int64_t r) {
       Operation *producer = value.getDefiningOp();
       if (!producer || !placement.count(producer) ||
-          placement[producer].rank == r ||
-          messageTo.count({value, r}))
+          placement[producer].rank == r || messageTo.count({value, r}))
         return;
       messageTo[{value, r}] = messages.size();
-      messages.push_back({value, placement[producer].rank, r,
-                          int64_t(messages.size())});
+      messages.push_back(
+          {value, placement[producer].rank, r, int64_t(messages.size())});
     };
     for (Operation *op : ops) {
       if (!placement.count(op))
@@ -282,7 +285,8 @@ struct WeftPipelineCutPass
     // receive right before its first use (or the return).
     std::vector<std::vector<Event>> events(ranks);
     std::vector<llvm::DenseMap<Operation *, SmallVector<int64_t>>> sendsAfter(
-        ranks), recvsBefore(ranks);
+        ranks),
+        recvsBefore(ranks);
     std::vector<SmallVector<int64_t>> recvsAtEnd(ranks);
     llvm::DenseMap<Value, SmallVector<int64_t>> messagesOf;
     for (const Message &message : messages)
@@ -314,18 +318,19 @@ struct WeftPipelineCutPass
     if (failed(checkNoDeadlock(func, events, messages, placement)))
       return failure();
 
-    return rewrite(module, func, *mesh, *ppAxis, order[rank],
-                   needsSource[rank], usesArgument[rank], returned[rank],
-                   messages, sendsAfter[rank], recvsBefore[rank],
-                   recvsAtEnd[rank], placement, plan->ranks[rank], slot);
+    return rewrite(module, func, *mesh, *ppAxis, order[rank], needsSource[rank],
+                   usesArgument[rank], returned[rank], messages,
+                   sendsAfter[rank], recvsBefore[rank], recvsAtEnd[rank],
+                   placement, plan->ranks[rank], slot);
   }
 
   /// Runs every rank's events with buffered sends and blocking receives;
   /// fails, naming the value, when a receive would wait forever.
-  LogicalResult checkNoDeadlock(func::FuncOp func,
-                                const std::vector<std::vector<Event>> &events,
-                                const std::vector<Message> &messages,
-                                llvm::DenseMap<Operation *, Placement> &placement) {
+  LogicalResult
+  checkNoDeadlock(func::FuncOp func,
+                  const std::vector<std::vector<Event>> &events,
+                  const std::vector<Message> &messages,
+                  llvm::DenseMap<Operation *, Placement> &placement) {
     std::vector<size_t> next(events.size(), 0);
     std::vector<bool> sent(messages.size(), false);
     for (bool progress = true; progress;) {
@@ -358,9 +363,10 @@ struct WeftPipelineCutPass
 
   LogicalResult
   rewrite(ModuleOp module, func::FuncOp func, const Mesh &mesh, MeshAxis ppAxis,
-          ArrayRef<Operation *> mine, const llvm::DenseSet<Operation *> &sources,
-          const llvm::DenseSet<unsigned> &arguments, ArrayRef<unsigned> returned,
-          const std::vector<Message> &messages,
+          ArrayRef<Operation *> mine,
+          const llvm::DenseSet<Operation *> &sources,
+          const llvm::DenseSet<unsigned> &arguments,
+          ArrayRef<unsigned> returned, const std::vector<Message> &messages,
           const llvm::DenseMap<Operation *, SmallVector<int64_t>> &sendsAfter,
           const llvm::DenseMap<Operation *, SmallVector<int64_t>> &recvsBefore,
           ArrayRef<int64_t> recvsAtEnd,
@@ -427,9 +433,9 @@ struct WeftPipelineCutPass
       auto constant = [&](int64_t value) -> Value {
         return arith::ConstantIntOp::create(b, loc, value, 64);
       };
-      func::CallOp::create(b, loc, kMarkFunction, TypeRange{},
-                           ValueRange{constant(kind), constant(chunk),
-                                      constant(microbatch)});
+      func::CallOp::create(
+          b, loc, kMarkFunction, TypeRange{},
+          ValueRange{constant(kind), constant(chunk), constant(microbatch)});
     };
     llvm::DenseSet<Operation *> kept;
     SmallVector<Operation *> prologue;
@@ -479,7 +485,8 @@ struct WeftPipelineCutPass
       op->erase();
 
     // This rank's results and arguments.
-    auto outputs = func->getAttrOfType<ArrayAttr>(WeftDialect::kOutputsAttrName);
+    auto outputs =
+        func->getAttrOfType<ArrayAttr>(WeftDialect::kOutputsAttrName);
     SmallVector<Value> results;
     SmallVector<Attribute> names;
     for (unsigned i : returned) {

@@ -92,11 +92,10 @@ struct WeftSplitStagesPass
                << stageCount - 1 << " boundaries, not " << cuts.size();
       for (auto [i, cut] : llvm::enumerate(cuts)) {
         if (cut >= layers)
-          return func.emitError()
-                 << "weft-split-stages: stage boundary " << cut
-                 << " is beyond the " << layers << " layers ("
-                 << layerCost.front().first << " .. "
-                 << layerCost.back().first << ")";
+          return func.emitError() << "weft-split-stages: stage boundary " << cut
+                                  << " is beyond the " << layers << " layers ("
+                                  << layerCost.front().first << " .. "
+                                  << layerCost.back().first << ")";
         if (cut <= (i ? cuts[i - 1] : 0))
           return func.emitError()
                  << "weft-split-stages: stage boundaries must increase "

@@ -58,8 +58,8 @@ public:
         UnitAttr());
   }
   Value castTo(Value x, Type to) {
-    return CastOp::create(b, loc,
-                          RankedTensorType::get(tensorTypeOf(x).getShape(), to), x);
+    return CastOp::create(
+        b, loc, RankedTensorType::get(tensorTypeOf(x).getShape(), to), x);
   }
 
   /// Mean cross-entropy of logits [..., V] against integer labels [...],
@@ -112,8 +112,7 @@ void castContractions(func::FuncOp func, FloatType narrow) {
     OpBuilder b(op);
     auto narrowed = [&](Value v) {
       auto type = llvm::cast<RankedTensorType>(v.getType());
-      return CastOp::create(b, op->getLoc(), type.clone(narrow), v)
-          .getResult();
+      return CastOp::create(b, op->getLoc(), type.clone(narrow), v).getResult();
     };
     for (OpOperand &operand : op->getOpOperands())
       operand.set(narrowed(operand.get()));
@@ -139,7 +138,8 @@ SmallVector<Value> splitSum(Value value) {
   while (!work.empty()) {
     Value term = work.pop_back_val();
     auto inner = term.getDefiningOp<AddOp>();
-    if (inner && term.hasOneUse() && inner.getLhs().getType() == term.getType() &&
+    if (inner && term.hasOneUse() &&
+        inner.getLhs().getType() == term.getType() &&
         inner.getRhs().getType() == term.getType()) {
       adds.push_back(inner);
       work.push_back(inner.getLhs());
@@ -313,13 +313,13 @@ struct WeftDeriveTrainStepPass
         if (stepArg.getType() != arg.getType()) {
           // Micro-batch k: [K, ...] -> [1, ...] -> [...].
           auto type = llvm::cast<RankedTensorType>(stepArg.getType());
-          SmallVector<int64_t> offsets(type.getRank(), 0), strides(
-                                                               type.getRank(), 1);
+          SmallVector<int64_t> offsets(type.getRank(), 0),
+              strides(type.getRank(), 1);
           SmallVector<int64_t> sizes(type.getShape());
           offsets[0] = k;
           sizes[0] = 1;
-          auto slice = SliceOp::create(sb, main.getLoc(), value, offsets,
-                                       sizes, strides);
+          auto slice = SliceOp::create(sb, main.getLoc(), value, offsets, sizes,
+                                       strides);
           auto reshape =
               ReshapeOp::create(sb, main.getLoc(), arg.getType(), slice);
           mark(slice, k, "forward");
@@ -331,10 +331,9 @@ struct WeftDeriveTrainStepPass
       for (auto [index, op] : llvm::enumerate((*grad).getBody().front())) {
         if (auto ret = dyn_cast<func::ReturnOp>(op)) {
           for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-            SmallVector<Value> parts = markPhases
-                                           ? splitSum(stepMapping.lookup(v))
-                                           : SmallVector<Value>{
-                                                 stepMapping.lookup(v)};
+            SmallVector<Value> parts =
+                markPhases ? splitSum(stepMapping.lookup(v))
+                           : SmallVector<Value>{stepMapping.lookup(v)};
             if (k == 0) {
               partSums.push_back(parts);
               continue;
@@ -448,8 +447,8 @@ struct WeftDeriveTrainStepPass
             {b.getNamedAttr("name", b.getStringAttr(optimizer)),
              b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
              b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
-             b.getNamedAttr(
-                 "vocab", b.getI64IntegerAttr(logitsType.getShape().back())),
+             b.getNamedAttr("vocab",
+                            b.getI64IntegerAttr(logitsType.getShape().back())),
              b.getNamedAttr("flops",
                             b.getI64IntegerAttr(functionFlops(step)))}));
     // train_loss_grad stays: it is the loss and gradient program

@@ -292,7 +292,8 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
   let summary = "Keep one pipeline rank's part of a training step, with "
                 "send/recv between ranks";
   let description = [{
-    Input: `main`, a training step derived with `mark-phases` (every op
+    Input: `function` (default `main`), a training step derived with
+    `mark-phases` (every op
     names its micro-batch and phase), split by `weft-split-stages` into
     p·v stages, in a module whose mesh has a `pp` axis of size p (it may
     be partitioned over the other axes already). Stage s runs on pp rank
@@ -326,6 +327,8 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
     sends the gradient back.
   }];
   let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "The training step to cut">,
     Option<"rank", "rank", "int64_t", /*default=*/"0",
            "The pp coordinate to keep">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",

@@ -1,0 +1,73 @@
+// RUN: weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-pipeline-cut="function=train_step rank=0 schedule=1f1b microbatches=2" | FileCheck %s --check-prefix=RANK0
+// RUN: weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-pipeline-cut="function=train_step rank=1 schedule=1f1b microbatches=2" | FileCheck %s --check-prefix=RANK1
+// RUN: weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-pipeline-cut="function=train_step rank=1 schedule=gpipe microbatches=2" | FileCheck %s --check-prefix=GPIPE
+// RUN: not weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true" -weft-shard-presets="mesh=pp=2" -weft-pipeline-cut="function=train_step microbatches=2" 2>&1 | FileCheck %s --check-prefix=UNSPLIT
+// RUN: not weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true" -weft-shard-presets="mesh=dp=2" -weft-split-stages="stages=2" -weft-pipeline-cut="function=train_step microbatches=2" 2>&1 | FileCheck %s --check-prefix=NOPP
+// RUN: not weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2" -weft-pipeline-cut="function=train_step rank=2 microbatches=2" 2>&1 | FileCheck %s --check-prefix=RANK
+
+// Two layers on two pp ranks, two micro-batches. The embedding table is
+// also the head's (tied): rank 0 reads it for the lookup, rank 1 for the
+// logits.
+//
+// Rank 0 (1f1b: F0 F1 B0 B1) sends each micro-batch's h.0 output forward
+// and receives its gradient back; after the backward passes it sends its
+// share of the table's gradient once, then its part of the gradient norm,
+// and receives the norm's clip factor and the summed table gradient. It
+// returns the table's new value, h.0's and their momentum.
+// RANK0-LABEL: func.func @train_step
+// RANK0-SAME: weft.outputs = ["loss", "grad_norm", "param:emb", "param:h.0.w", "state:momentum:emb", "state:momentum:h.0.w"]
+// RANK0: call @weft_pipeline_mark
+// RANK0: shard.send %{{.*}} on @mesh grid_axes = [0] destination = [1] {weft.tag = 0 : i64} : (tensor<2x4x8xf32>)
+// RANK0: call @weft_pipeline_mark
+// RANK0: shard.send %{{.*}} destination = [1] {weft.tag = 2 : i64} : (tensor<2x4x8xf32>)
+// RANK0: call @weft_pipeline_mark
+// RANK0: shard.recv %{{.*}} source = [1] {weft.tag = 1 : i64} : (tensor<2x4x8xf32>)
+// RANK0: call @weft_pipeline_mark
+// RANK0: shard.recv %{{.*}} source = [1] {weft.tag = 3 : i64} : (tensor<2x4x8xf32>)
+// RANK0: shard.send %{{.*}} destination = [1] {weft.tag = 4 : i64} : (tensor<16x8xf32>)
+// RANK0: call @weft_pipeline_mark
+// RANK0: shard.recv %{{.*}} source = [1] {weft.tag = 6 : i64} : (tensor<16x8xf32>)
+// RANK0: return
+//
+// Rank 1 (1f1b: F0 B0 F1 B1) keeps only h.1 and the head; the table comes
+// back updated from rank 0 at the end.
+// RANK1-LABEL: func.func @train_step
+// RANK1-SAME: weft.outputs = ["loss", "grad_norm", "param:emb", "param:h.1.w", "state:momentum:h.1.w"]
+// RANK1-NOT: h.0.w
+// RANK1: shard.recv %{{.*}} source = [0] {weft.tag = 0 : i64}
+// RANK1: call @weft_pipeline_mark
+// RANK1: shard.send %{{.*}} destination = [0] {weft.tag = 1 : i64}
+// RANK1: call @weft_pipeline_mark
+// RANK1: shard.recv %{{.*}} source = [0] {weft.tag = 2 : i64}
+// RANK1: call @weft_pipeline_mark
+// RANK1: shard.send %{{.*}} destination = [0] {weft.tag = 3 : i64}
+// RANK1: call @weft_pipeline_mark
+// RANK1: shard.recv %{{.*}} source = [0] {weft.tag = 4 : i64} : (tensor<16x8xf32>)
+// RANK1: shard.send %{{.*}} destination = [0] {weft.tag = 6 : i64} : (tensor<16x8xf32>)
+// RANK1: shard.recv %{{.*}} source = [0] {weft.tag = 10 : i64} : (tensor<16x8xf32>)
+// RANK1-NEXT: return
+//
+// Under GPipe rank 1 runs both forwards before the backwards.
+// GPIPE-LABEL: func.func @train_step
+// GPIPE: shard.recv %{{.*}} source = [0] {weft.tag = 0 : i64}
+// GPIPE: call @weft_pipeline_mark
+// GPIPE: shard.recv %{{.*}} source = [0] {weft.tag = 2 : i64}
+// GPIPE: call @weft_pipeline_mark
+// GPIPE: shard.send %{{.*}} destination = [0] {weft.tag = 1 : i64}
+// GPIPE: call @weft_pipeline_mark
+// GPIPE: shard.send %{{.*}} destination = [0] {weft.tag = 3 : i64}
+//
+// UNSPLIT: error: weft-pipeline-cut: run weft-split-stages with 2 stages first
+// NOPP: error: weft-pipeline-cut: the module needs a mesh with a 'pp' axis
+// RANK: error: weft-pipeline-cut: rank 2 is not on the pp axis of size 2
+func.func @main(%ids: tensor<2x4xi64> {weft.input = "input_ids"},
+                %emb: tensor<16x8xf32> {weft.param = "emb"},
+                %w0: tensor<8x8xf32> {weft.param = "h.0.w"},
+                %w1: tensor<8x8xf32> {weft.param = "h.1.w"}) -> tensor<2x4x16xf32> {
+  %x = weft.gather %emb, %ids <{axis = 0}> : tensor<16x8xf32>, tensor<2x4xi64> loc("/emb/Gather")
+  %h0 = weft.linear %x, %w0 : tensor<2x4x8xf32>, tensor<8x8xf32> loc("/h.0/fc/MatMul")
+  %h1 = weft.linear %h0, %w1 : tensor<2x4x8xf32>, tensor<8x8xf32> loc("/h.1/fc/MatMul")
+  %t = weft.transpose %emb <{permutation = array<i64: 1, 0>}> : tensor<16x8xf32> loc("/head/Transpose")
+  %logits = weft.matmul %h1, %t : tensor<2x4x8xf32>, tensor<8x16xf32> loc("/head/MatMul")
+  return %logits : tensor<2x4x16xf32>
+}
