@@ -220,6 +220,9 @@ using weft::runtime::collective;
 
 extern "C" {
 
+/// Whether the compiled code should call weft_pipeline_mark.
+bool weft_tracing() { return weft::runtime::trace::enabled(); }
+
 /// The start of a pipeline instruction (weft-pipeline-cut): kind 0 forward,
 /// 1 backward, 2 optimizer.
 void weft_pipeline_mark(int64_t kind, int64_t chunk, int64_t microbatch) {

@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/BitVector.h"
@@ -38,6 +39,8 @@ enum class Phase { Forward = 0, Backward = 1, Update = 2 };
 /// The runtime function that timestamps the start of an instruction
 /// (kind: 0 forward, 1 backward, 2 optimizer) for --trace.
 constexpr llvm::StringLiteral kMarkFunction = "weft_pipeline_mark";
+/// Whether the runtime traces (an i1).
+constexpr llvm::StringLiteral kTracingFunction = "weft_tracing";
 
 /// Where an op of the step runs and when.
 struct Placement {
@@ -108,12 +111,8 @@ struct WeftPipelineCutPass
 
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    SmallVector<Operation *> ops;
-    llvm::DenseMap<Operation *, int64_t> position;
-    for (Operation &op : body.without_terminator()) {
-      position[&op] = ops.size();
-      ops.push_back(&op);
-    }
+    SmallVector<Operation *> ops = llvm::to_vector(llvm::make_pointer_range(
+        body.without_terminator()));
 
     // Constants, the micro-batch slices of the inputs and what the
     // partitioner adds on arguments alone (ZeRO-3 gathers) run on every
@@ -330,7 +329,7 @@ struct WeftPipelineCutPass
   checkNoDeadlock(func::FuncOp func,
                   const std::vector<std::vector<Event>> &events,
                   const std::vector<Message> &messages,
-                  llvm::DenseMap<Operation *, Placement> &placement) {
+                  const llvm::DenseMap<Operation *, Placement> &placement) {
     std::vector<size_t> next(events.size(), 0);
     std::vector<bool> sent(messages.size(), false);
     for (bool progress = true; progress;) {
@@ -349,7 +348,7 @@ struct WeftPipelineCutPass
     for (size_t r = 0; r < events.size(); ++r)
       if (next[r] < events[r].size()) {
         const Message &waiting = messages[events[r][next[r]].message];
-        const Placement &where = placement[waiting.value.getDefiningOp()];
+        Placement where = placement.lookup(waiting.value.getDefiningOp());
         static const char *phases[] = {"forward", "backward", "update"};
         return func.emitError()
                << "weft-pipeline-cut: rank " << r << " would wait forever for "
@@ -381,12 +380,15 @@ struct WeftPipelineCutPass
       original.insert(&op);
     OpBuilder b(ctx);
     auto i64 = b.getI64Type();
-    if (!module.lookupSymbol(kMarkFunction)) {
-      OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
+    OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
+    if (!module.lookupSymbol(kMarkFunction))
       func::FuncOp::create(top, module.getLoc(), kMarkFunction,
                            FunctionType::get(ctx, {i64, i64, i64}, {}))
           .setPrivate();
-    }
+    if (!module.lookupSymbol(kTracingFunction))
+      func::FuncOp::create(top, module.getLoc(), kTracingFunction,
+                           FunctionType::get(ctx, {}, {b.getI1Type()}))
+          .setPrivate();
     auto grid = FlatSymbolRefAttr::get(ctx, mesh.symbol);
     auto axes = b.getDenseI16ArrayAttr({int16_t(ppAxis)});
     // Messages are tensors of rank >= 1: scalars travel as [1].
@@ -428,14 +430,25 @@ struct WeftPipelineCutPass
 
     // Build the new order at the end of the block, then drop the rest.
     b.setInsertionPoint(ret);
+    // The mark is called only while tracing. The branch also ends the
+    // straight-line code between instructions, which keeps LLVM's loop
+    // analyses (they walk up chains of single-predecessor blocks) from
+    // growing with the square of the program's length.
     auto mark = [&](int64_t kind, int64_t chunk, int64_t microbatch) {
       Location loc = func.getLoc();
-      auto constant = [&](int64_t value) -> Value {
-        return arith::ConstantIntOp::create(b, loc, value, 64);
-      };
-      func::CallOp::create(
-          b, loc, kMarkFunction, TypeRange{},
-          ValueRange{constant(kind), constant(chunk), constant(microbatch)});
+      Value tracing = func::CallOp::create(b, loc, kTracingFunction,
+                                           TypeRange{b.getI1Type()},
+                                           ValueRange{})
+                          .getResult(0);
+      scf::IfOp::create(b, loc, tracing, [&](OpBuilder &then, Location loc) {
+        auto constant = [&](int64_t value) -> Value {
+          return arith::ConstantIntOp::create(then, loc, value, 64);
+        };
+        func::CallOp::create(
+            then, loc, kMarkFunction, TypeRange{},
+            ValueRange{constant(kind), constant(chunk), constant(microbatch)});
+        scf::YieldOp::create(then, loc);
+      });
     };
     llvm::DenseSet<Operation *> kept;
     SmallVector<Operation *> prologue;

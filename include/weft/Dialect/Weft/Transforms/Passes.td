@@ -317,10 +317,10 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
     The rank returns its parameters' new values (a parameter read on two
     ranks, a tied embedding, is returned by both), the optimizer state it
     updates, the loss and the gradient norm; it keeps the parameters and
-    state it reads and every training input. A call to
-    `weft_pipeline_mark(kind, chunk, microbatch)` starts each instruction
-    (kind 0 forward, 1 backward, 2 optimizer) so that the runtime can
-    trace the timeline.
+    state it reads and every training input. While the runtime traces
+    (`weft_tracing()`), a call to `weft_pipeline_mark(kind, chunk,
+    microbatch)` starts each instruction (kind 0 forward, 1 backward, 2
+    optimizer).
 
     Example: with p = 2 and m = 2 under 1f1b, rank 0 runs F0 F1 B0 B1 and
     sends its last layer's output of each micro-batch to rank 1, which
@@ -340,7 +340,8 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = [
     "::mlir::shard::ShardDialect", "::mlir::arith::ArithDialect",
-    "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect"
+    "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect",
+    "::mlir::scf::SCFDialect"
   ];
 }
 
