@@ -16,7 +16,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <list>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -184,9 +186,20 @@ public:
   void recv(void *data, size_t count, weft_dtype dtype, int peer,
             int tag) override {
     finishSends();
-    check(MPI_Recv(data, int(count), mpiType(dtype, false), peer, tag, comm,
-                   MPI_STATUS_IGNORE),
-          "MPI_Recv");
+    MPI_Request request;
+    check(MPI_Irecv(data, int(count), mpiType(dtype, false), peer, tag, comm,
+                    &request),
+          "MPI_Irecv");
+    // A pipeline stage waits for its neighbour for a whole bubble: it
+    // sleeps between polls instead of spinning, leaving the core (or the
+    // hyperthread's sibling) to the ranks that compute.
+    for (int done = 0;;) {
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done)
+        return;
+      finishSends();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 
 private:
