@@ -77,7 +77,7 @@ def main():
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--batch", type=int, default=4, help="micro-batch size")
-    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--tolerance", type=float, default=0.05)
     parser.add_argument("--work", help="scratch directory (default: a temporary one)")
     parser.add_argument("--reuse", action="store_true",

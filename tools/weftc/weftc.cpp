@@ -538,6 +538,8 @@ int main(int argc, char **argv) {
     programs.push_back(std::move(module));
   }
   bool pipelined = pipelineStages.has_value();
+  // Lowering drops the mesh: a partitioned program links the MPI runtime.
+  bool partitioned = weft::describeMesh(*programs.front()).has_value();
 
   OutputFiles outputs;
   if (emit == Emit::MLIR) {
@@ -734,7 +736,6 @@ int main(int argc, char **argv) {
     objects.push_back(tablePath);
   }
   outputs.paths.push_back(outputFile);
-  bool partitioned = pipelined || weft::describeMesh(*programs.front());
   auto linker = llvm::sys::findProgramByName("c++");
   if (!linker)
     return fail("no C++ compiler driver 'c++' on PATH to link with");
