@@ -1,0 +1,143 @@
+//===- CostModel.h - Time and memory of a parallel training step -*- C++ -*-===//
+//
+// The planner's formulas: a cluster (GPUs, NVLink inside a node, InfiniBand
+// or RoCE between nodes), α-β times of collectives for ring, tree and
+// hierarchical algorithms, the pipeline bubble of each schedule, and the
+// memory a rank holds (model state by ZeRO stage, activations per layer
+// with and without recomputation and sequence parallelism). Every formula
+// is checked by unittests/Planner/CostModelTest.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PLANNER_COSTMODEL_H
+#define WEFT_PLANNER_COSTMODEL_H
+
+#include "weft/Dialect/Weft/Transforms/PipelineSchedule.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft::planner {
+
+/// One link class as the α-β model sees it: a message of S bytes takes
+/// latency + S / bandwidth.
+struct Link {
+  double bandwidth = 0; // bytes per second, one direction, per GPU
+  double latency = 0;   // seconds
+};
+
+struct Gpu {
+  std::string model;
+  double peakBf16 = 0, peakFp16 = 0, peakFp32 = 0; // FLOP/s (dense)
+  double memoryBytes = 0;
+  double memoryBandwidth = 0; // bytes per second
+};
+
+struct Cluster {
+  std::string name;
+  int64_t nodes = 1;
+  int64_t gpusPerNode = 1;
+  Gpu gpu;
+  /// NVLink / NVSwitch: what one GPU can send to the others of its node.
+  Link intraNode;
+  /// "infiniband" or "roce".
+  std::string interFabric = "infiniband";
+  int64_t nicsPerNode = 0;
+  double nicBandwidth = 0; // bytes per second per NIC
+  double interLatency = 0; // seconds
+  /// Fat-tree oversubscription (1: full bisection). A rail-optimized
+  /// network keeps each GPU's traffic on its own rail, where it is not
+  /// oversubscribed.
+  double oversubscription = 1;
+  bool railOptimized = false;
+
+  int64_t gpus() const { return nodes * gpusPerNode; }
+  /// What one GPU's traffic to other nodes gets: its share of the node's
+  /// NICs, divided by the oversubscription unless rail-optimized.
+  Link interNode() const;
+
+  /// `dgx-a100-80g`, `dgx-h100`, `h200` (each of `nodes` nodes).
+  static std::optional<Cluster> preset(const std::string &name, int64_t nodes);
+  /// A JSON description (see docs/planner.md); `error` names the field.
+  static std::optional<Cluster> parseJSON(const std::string &text,
+                                          std::string &error);
+};
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+enum class Algorithm { Ring, Tree };
+
+/// The α-β time of one collective over `ranks` ranks on `link`. `bytes` is
+/// the whole tensor: the all-reduced buffer, the gathered result, the
+/// reduce-scattered input, the all-to-all buffer, the message sent.
+///   ring all-reduce: 2(n-1) α + 2 (n-1)/n S/β
+///   ring all-gather, reduce-scatter, all-to-all: (n-1) α + (n-1)/n S/β
+///   tree all-reduce (a reduce then a broadcast down pipelined binary
+///   trees): 2 ceil(log2 n) α + 2 S/β
+///   send/recv: α + S/β
+double collectiveTime(Collective kind, Algorithm algorithm, double bytes,
+                      int64_t ranks, const Link &link);
+
+/// A hierarchical all-reduce over `local` ranks per node times `nodes`
+/// nodes: reduce-scatter inside each node, all-reduce of each 1/local
+/// piece across the nodes (ring), all-gather inside each node.
+double hierarchicalAllReduceTime(double bytes, int64_t local, int64_t nodes,
+                                 const Link &intra, const Link &inter);
+
+/// The fraction of a step a rank idles in the pipeline's bubble:
+/// (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m+p-1) interleaved.
+double bubbleFraction(pipeline::ScheduleKind kind, int64_t stages,
+                      int64_t microbatches, int64_t virtualStages);
+
+/// The most micro-batches' activations the first stage holds at once, in
+/// whole micro-batches of its layers: m under GPipe, min(p, m) under 1F1B;
+/// interleaved, its warm-up plus one, (p-1)·2 + (v-1)·p + 1 forwards of
+/// one chunk (1/v of its layers) each, at most v·m: that count over v.
+double microbatchesInFlight(pipeline::ScheduleKind kind, int64_t stages,
+                            int64_t microbatches, int64_t virtualStages);
+
+/// Bytes per parameter of each kind of model state.
+struct StateBytes {
+  double weights = 4;   // the parameters as the step reads them
+  double gradients = 4;
+  double optimizer = 8; // Adam's two moments (plus f32 master weights
+                        // under mixed precision: 12)
+};
+
+struct MemoryBreakdown {
+  double weights = 0, gradients = 0, optimizer = 0, activations = 0;
+  double total() const { return weights + gradients + optimizer + activations; }
+};
+
+/// The model state one rank holds: `parameters` split over tp·pp, then
+/// over dp for the optimizer state (ZeRO-1), the gradients too (ZeRO-2)
+/// and the weights too (ZeRO-3).
+MemoryBreakdown modelState(double parameters, const StateBytes &bytes,
+                           int zeroStage, int64_t dp, int64_t tp, int64_t pp);
+
+enum class Recompute { None, Selective, Full };
+
+/// Activation bytes one transformer layer keeps for its backward pass, per
+/// micro-batch, with 16-bit activations (Korthikanti et al., "Reducing
+/// Activation Recomputation in Large Transformer Models", 2022): with
+/// sequence length s, micro-batch b, hidden h, a heads, tensor parallelism
+/// t,
+///   none:                  s b h (10 + 24/t + 5 a s / (h t))
+///   none, sequence-par.:   s b h / t (34 + 5 a s / h)
+///   selective:             s b h (10 + 24/t)  (s b h 34 / t with sequence
+///                          parallelism): the attention scores are recomputed
+///   full:                  2 s b h (the layer's input; / t with sequence
+///                          parallelism)
+double activationBytesPerLayer(int64_t seq, int64_t microbatch, int64_t hidden,
+                               int64_t heads, int64_t tp,
+                               bool sequenceParallel, Recompute recompute);
+
+/// Roofline time of work of `flops` and `bytes` at `efficiency` of the
+/// peak: max(flops / (peak efficiency), bytes / bandwidth).
+double rooflineTime(double flops, double bytes, double peakFlops,
+                    double memoryBandwidth, double efficiency);
+
+} // namespace weft::planner
+
+#endif // WEFT_PLANNER_COSTMODEL_H

@@ -1,0 +1,226 @@
+//===- CostModel.cpp - Time and memory of a parallel training step --------===//
+
+#include "weft/Planner/CostModel.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace weft::planner {
+
+Link Cluster::interNode() const {
+  Link link;
+  link.latency = interLatency;
+  double share = nicsPerNode * nicBandwidth / double(std::max<int64_t>(1, gpusPerNode));
+  link.bandwidth = railOptimized ? share : share / std::max(1.0, oversubscription);
+  return link;
+}
+
+std::optional<Cluster> Cluster::preset(const std::string &name, int64_t nodes) {
+  // Vendor figures: dense tensor-core peaks, HBM size and bandwidth, NVLink
+  // bandwidth per GPU and direction, one 200 or 400 Gb/s NIC per GPU.
+  constexpr double tera = 1e12, giga = 1e9;
+  Cluster cluster;
+  cluster.name = name;
+  cluster.nodes = nodes;
+  cluster.gpusPerNode = 8;
+  cluster.interFabric = "infiniband";
+  cluster.nicsPerNode = 8;
+  cluster.interLatency = 5e-6;
+  cluster.intraNode.latency = 3e-6;
+  cluster.railOptimized = true;
+  if (name == "dgx-a100-80g") {
+    cluster.gpu = {"A100-SXM4-80GB", 312 * tera, 312 * tera, 19.5 * tera,
+                   80 * giga, 2039 * giga};
+    cluster.intraNode.bandwidth = 300 * giga; // NVLink 3: 600 GB/s both ways
+    cluster.nicBandwidth = 25 * giga;         // HDR 200 Gb/s
+  } else if (name == "dgx-h100" || name == "h200") {
+    bool h200 = name == "h200";
+    cluster.gpu = {h200 ? "H200-SXM" : "H100-SXM", 989 * tera, 989 * tera,
+                   67 * tera, (h200 ? 141 : 80) * giga,
+                   (h200 ? 4800 : 3350) * giga};
+    cluster.intraNode.bandwidth = 450 * giga; // NVLink 4: 900 GB/s both ways
+    cluster.nicBandwidth = 50 * giga;         // NDR 400 Gb/s
+  } else {
+    return std::nullopt;
+  }
+  return cluster;
+}
+
+std::optional<Cluster> Cluster::parseJSON(const std::string &text,
+                                          std::string &error) {
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  if (!parsed) {
+    error = "not JSON: " + llvm::toString(parsed.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root) {
+    error = "the cluster description must be a JSON object";
+    return std::nullopt;
+  }
+  Cluster cluster;
+  auto number = [&](const llvm::json::Object &object, llvm::StringRef key,
+                    llvm::StringRef where, double &into, bool required) {
+    std::optional<double> value = object.getNumber(key);
+    if (!value) {
+      if (required && error.empty())
+        error = ("missing number '" + where + key + "'").str();
+      return;
+    }
+    if (*value < 0 && error.empty())
+      error = ("'" + where + key + "' must not be negative").str();
+    into = *value;
+  };
+  double nodes = 0, gpusPerNode = 0, nics = 0;
+  number(*root, "nodes", "", nodes, true);
+  number(*root, "gpus_per_node", "", gpusPerNode, true);
+  if (std::optional<llvm::StringRef> name = root->getString("name"))
+    cluster.name = name->str();
+  const llvm::json::Object *gpu = root->getObject("gpu");
+  const llvm::json::Object *intra = root->getObject("intra_node");
+  const llvm::json::Object *inter = root->getObject("inter_node");
+  if (!error.empty())
+    return std::nullopt;
+  if (!gpu || !intra || !inter) {
+    error = std::string("missing object '") +
+            (!gpu ? "gpu" : !intra ? "intra_node" : "inter_node") + "'";
+    return std::nullopt;
+  }
+  constexpr double tera = 1e12, giga = 1e9;
+  double tflops = 0, memoryGb = 0, bandwidthGb = 0;
+  if (std::optional<llvm::StringRef> model = gpu->getString("model"))
+    cluster.gpu.model = model->str();
+  number(*gpu, "peak_bf16_tflops", "gpu.", tflops, true);
+  cluster.gpu.peakBf16 = tflops * tera;
+  cluster.gpu.peakFp16 = tflops * tera;
+  number(*gpu, "peak_fp16_tflops", "gpu.", tflops, false);
+  cluster.gpu.peakFp16 = tflops * tera;
+  number(*gpu, "peak_fp32_tflops", "gpu.", tflops, true);
+  cluster.gpu.peakFp32 = tflops * tera;
+  number(*gpu, "memory_gb", "gpu.", memoryGb, true);
+  number(*gpu, "memory_bandwidth_gbps", "gpu.", bandwidthGb, true);
+  cluster.gpu.memoryBytes = memoryGb * giga;
+  cluster.gpu.memoryBandwidth = bandwidthGb * giga;
+  double linkGb = 0, latencyUs = 0;
+  number(*intra, "bandwidth_gbps", "intra_node.", linkGb, true);
+  number(*intra, "latency_us", "intra_node.", latencyUs, false);
+  cluster.intraNode = {linkGb * giga, latencyUs * 1e-6};
+  if (std::optional<llvm::StringRef> fabric = inter->getString("fabric")) {
+    cluster.interFabric = fabric->str();
+    if (*fabric != "infiniband" && *fabric != "roce" && error.empty())
+      error = "inter_node.fabric must be \"infiniband\" or \"roce\", not \"" +
+              fabric->str() + "\"";
+  }
+  number(*inter, "nics_per_node", "inter_node.", nics, true);
+  number(*inter, "nic_bandwidth_gbps", "inter_node.", linkGb, true);
+  latencyUs = 0;
+  number(*inter, "latency_us", "inter_node.", latencyUs, false);
+  number(*inter, "oversubscription", "inter_node.", cluster.oversubscription,
+         false);
+  cluster.railOptimized = inter->getBoolean("rail_optimized").value_or(false);
+  cluster.nicBandwidth = linkGb * giga;
+  cluster.interLatency = latencyUs * 1e-6;
+  cluster.nodes = int64_t(nodes);
+  cluster.gpusPerNode = int64_t(gpusPerNode);
+  cluster.nicsPerNode = int64_t(nics);
+  if (error.empty() && (cluster.nodes < 1 || cluster.gpusPerNode < 1))
+    error = "nodes and gpus_per_node must be at least 1";
+  if (!error.empty())
+    return std::nullopt;
+  return cluster;
+}
+
+double collectiveTime(Collective kind, Algorithm algorithm, double bytes,
+                      int64_t ranks, const Link &link) {
+  if (ranks <= 1)
+    return 0;
+  double n = double(ranks), alpha = link.latency,
+         perByte = 1 / link.bandwidth;
+  switch (kind) {
+  case Collective::AllReduce:
+    if (algorithm == Algorithm::Tree)
+      return 2 * std::ceil(std::log2(n)) * alpha + 2 * bytes * perByte;
+    return 2 * (n - 1) * alpha + 2 * (n - 1) / n * bytes * perByte;
+  case Collective::AllGather:
+  case Collective::ReduceScatter:
+  case Collective::AllToAll:
+    return (n - 1) * alpha + (n - 1) / n * bytes * perByte;
+  case Collective::SendRecv:
+    return alpha + bytes * perByte;
+  }
+  return 0;
+}
+
+double hierarchicalAllReduceTime(double bytes, int64_t local, int64_t nodes,
+                                 const Link &intra, const Link &inter) {
+  return collectiveTime(Collective::ReduceScatter, Algorithm::Ring, bytes,
+                        local, intra) +
+         collectiveTime(Collective::AllReduce, Algorithm::Ring,
+                        bytes / double(std::max<int64_t>(1, local)), nodes,
+                        inter) +
+         collectiveTime(Collective::AllGather, Algorithm::Ring, bytes, local,
+                        intra);
+}
+
+double bubbleFraction(pipeline::ScheduleKind kind, int64_t stages,
+                      int64_t microbatches, int64_t virtualStages) {
+  double p = double(stages), m = double(microbatches);
+  double v = kind == pipeline::ScheduleKind::Interleaved
+                 ? double(virtualStages)
+                 : 1.0;
+  return (p - 1) / (v * m + p - 1);
+}
+
+double microbatchesInFlight(pipeline::ScheduleKind kind, int64_t stages,
+                            int64_t microbatches, int64_t virtualStages) {
+  switch (kind) {
+  case pipeline::ScheduleKind::GPipe:
+    return double(microbatches);
+  case pipeline::ScheduleKind::OneFOneB:
+    return double(std::min(stages, microbatches));
+  case pipeline::ScheduleKind::Interleaved: {
+    int64_t chunkForwards =
+        std::min((stages - 1) * 2 + (virtualStages - 1) * stages + 1,
+                 virtualStages * microbatches);
+    return double(chunkForwards) / double(virtualStages);
+  }
+  }
+  return double(microbatches);
+}
+
+MemoryBreakdown modelState(double parameters, const StateBytes &bytes,
+                           int zeroStage, int64_t dp, int64_t tp, int64_t pp) {
+  double local = parameters / double(tp * pp);
+  MemoryBreakdown memory;
+  memory.weights = local * bytes.weights / (zeroStage >= 3 ? dp : 1);
+  memory.gradients = local * bytes.gradients / (zeroStage >= 2 ? dp : 1);
+  memory.optimizer = local * bytes.optimizer / (zeroStage >= 1 ? dp : 1);
+  return memory;
+}
+
+double activationBytesPerLayer(int64_t seq, int64_t microbatch, int64_t hidden,
+                               int64_t heads, int64_t tp,
+                               bool sequenceParallel, Recompute recompute) {
+  double s = double(seq), b = double(microbatch), h = double(hidden),
+         a = double(heads), t = double(tp);
+  double sbh = s * b * h;
+  switch (recompute) {
+  case Recompute::Full:
+    return 2 * sbh / (sequenceParallel ? t : 1);
+  case Recompute::Selective:
+    return sequenceParallel ? sbh * 34 / t : sbh * (10 + 24 / t);
+  case Recompute::None:
+    return sequenceParallel ? sbh / t * (34 + 5 * a * s / h)
+                            : sbh * (10 + 24 / t + 5 * a * s / (h * t));
+  }
+  return 0;
+}
+
+double rooflineTime(double flops, double bytes, double peakFlops,
+                    double memoryBandwidth, double efficiency) {
+  return std::max(flops / (peakFlops * efficiency), bytes / memoryBandwidth);
+}
+
+} // namespace weft::planner
