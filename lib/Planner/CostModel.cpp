@@ -12,8 +12,10 @@ namespace weft::planner {
 Link Cluster::interNode() const {
   Link link;
   link.latency = interLatency;
-  double share = nicsPerNode * nicBandwidth / double(std::max<int64_t>(1, gpusPerNode));
-  link.bandwidth = railOptimized ? share : share / std::max(1.0, oversubscription);
+  double share =
+      nicsPerNode * nicBandwidth / double(std::max<int64_t>(1, gpusPerNode));
+  link.bandwidth =
+      railOptimized ? share : share / std::max(1.0, oversubscription);
   return link;
 }
 
@@ -31,14 +33,17 @@ std::optional<Cluster> Cluster::preset(const std::string &name, int64_t nodes) {
   cluster.intraNode.latency = 3e-6;
   cluster.railOptimized = true;
   if (name == "dgx-a100-80g") {
-    cluster.gpu = {"A100-SXM4-80GB", 312 * tera, 312 * tera, 19.5 * tera,
-                   80 * giga, 2039 * giga};
+    cluster.gpu = {"A100-SXM4-80GB", 312 * tera, 312 * tera,
+                   19.5 * tera,      80 * giga,  2039 * giga};
     cluster.intraNode.bandwidth = 300 * giga; // NVLink 3: 600 GB/s both ways
     cluster.nicBandwidth = 25 * giga;         // HDR 200 Gb/s
   } else if (name == "dgx-h100" || name == "h200") {
     bool h200 = name == "h200";
-    cluster.gpu = {h200 ? "H200-SXM" : "H100-SXM", 989 * tera, 989 * tera,
-                   67 * tera, (h200 ? 141 : 80) * giga,
+    cluster.gpu = {h200 ? "H200-SXM" : "H100-SXM",
+                   989 * tera,
+                   989 * tera,
+                   67 * tera,
+                   (h200 ? 141 : 80) * giga,
                    (h200 ? 4800 : 3350) * giga};
     cluster.intraNode.bandwidth = 450 * giga; // NVLink 4: 900 GB/s both ways
     cluster.nicBandwidth = 50 * giga;         // NDR 400 Gb/s
@@ -50,6 +55,7 @@ std::optional<Cluster> Cluster::preset(const std::string &name, int64_t nodes) {
 
 std::optional<Cluster> Cluster::parseJSON(const std::string &text,
                                           std::string &error) {
+  error.clear();
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
   if (!parsed) {
     error = "not JSON: " + llvm::toString(parsed.takeError());
@@ -85,7 +91,10 @@ std::optional<Cluster> Cluster::parseJSON(const std::string &text,
     return std::nullopt;
   if (!gpu || !intra || !inter) {
     error = std::string("missing object '") +
-            (!gpu ? "gpu" : !intra ? "intra_node" : "inter_node") + "'";
+            (!gpu     ? "gpu"
+             : !intra ? "intra_node"
+                      : "inter_node") +
+            "'";
     return std::nullopt;
   }
   constexpr double tera = 1e12, giga = 1e9;
@@ -136,8 +145,7 @@ double collectiveTime(Collective kind, Algorithm algorithm, double bytes,
                       int64_t ranks, const Link &link) {
   if (ranks <= 1)
     return 0;
-  double n = double(ranks), alpha = link.latency,
-         perByte = 1 / link.bandwidth;
+  double n = double(ranks), alpha = link.latency, perByte = 1 / link.bandwidth;
   switch (kind) {
   case Collective::AllReduce:
     if (algorithm == Algorithm::Tree)
@@ -167,9 +175,8 @@ double hierarchicalAllReduceTime(double bytes, int64_t local, int64_t nodes,
 double bubbleFraction(pipeline::ScheduleKind kind, int64_t stages,
                       int64_t microbatches, int64_t virtualStages) {
   double p = double(stages), m = double(microbatches);
-  double v = kind == pipeline::ScheduleKind::Interleaved
-                 ? double(virtualStages)
-                 : 1.0;
+  double v =
+      kind == pipeline::ScheduleKind::Interleaved ? double(virtualStages) : 1.0;
   return (p - 1) / (v * m + p - 1);
 }
 
@@ -201,8 +208,8 @@ MemoryBreakdown modelState(double parameters, const StateBytes &bytes,
 }
 
 double activationBytesPerLayer(int64_t seq, int64_t microbatch, int64_t hidden,
-                               int64_t heads, int64_t tp,
-                               bool sequenceParallel, Recompute recompute) {
+                               int64_t heads, int64_t tp, bool sequenceParallel,
+                               Recompute recompute) {
   double s = double(seq), b = double(microbatch), h = double(hidden),
          a = double(heads), t = double(tp);
   double sbh = s * b * h;

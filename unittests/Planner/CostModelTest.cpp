@@ -1,7 +1,7 @@
 //===- CostModelTest.cpp - The planner's formulas -------------------------===//
 
-#include "weft/Dialect/Weft/Transforms/PipelineSchedule.h"
 #include "weft/Planner/CostModel.h"
+#include "weft/Dialect/Weft/Transforms/PipelineSchedule.h"
 
 #include <gtest/gtest.h>
 
@@ -16,15 +16,15 @@ const Link kLink{100e9, 5e-6}; // 100 GB/s, 5 us
 
 TEST(CollectiveTime, RingAllReduceSendsTwiceWhatEachRankDoesNotHold) {
   // 2 (n-1) alpha + 2 (n-1)/n S / beta, n = 8, S = 1 GB.
-  EXPECT_NEAR(collectiveTime(Collective::AllReduce, Algorithm::Ring, 1e9, 8,
-                             kLink),
-              14 * 5e-6 + 2 * 7.0 / 8 * 1e9 / 100e9, 1e-12);
+  EXPECT_NEAR(
+      collectiveTime(Collective::AllReduce, Algorithm::Ring, 1e9, 8, kLink),
+      14 * 5e-6 + 2 * 7.0 / 8 * 1e9 / 100e9, 1e-12);
 }
 
 TEST(CollectiveTime, GatherScatterAndAllToAllMoveOnce) {
   double expected = 3 * 5e-6 + 3.0 / 4 * 4e8 / 100e9;
-  for (Collective kind : {Collective::AllGather, Collective::ReduceScatter,
-                          Collective::AllToAll})
+  for (Collective kind :
+       {Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll})
     EXPECT_NEAR(collectiveTime(kind, Algorithm::Ring, 4e8, 4, kLink), expected,
                 1e-12);
 }
@@ -32,26 +32,23 @@ TEST(CollectiveTime, GatherScatterAndAllToAllMoveOnce) {
 TEST(CollectiveTime, TreeAllReducePaysLogarithmicLatency) {
   // 2 ceil(log2 n) alpha + 2 S / beta: cheaper than the ring for small
   // messages on many ranks, dearer for large ones.
-  EXPECT_NEAR(collectiveTime(Collective::AllReduce, Algorithm::Tree, 1e6, 1024,
-                             kLink),
-              2 * 10 * 5e-6 + 2 * 1e6 / 100e9, 1e-12);
-  EXPECT_LT(collectiveTime(Collective::AllReduce, Algorithm::Tree, 1e3, 1024,
-                           kLink),
-            collectiveTime(Collective::AllReduce, Algorithm::Ring, 1e3, 1024,
-                           kLink));
-  EXPECT_GT(collectiveTime(Collective::AllReduce, Algorithm::Tree, 1e9, 8,
-                           kLink),
-            collectiveTime(Collective::AllReduce, Algorithm::Ring, 1e9, 8,
-                           kLink));
+  EXPECT_NEAR(
+      collectiveTime(Collective::AllReduce, Algorithm::Tree, 1e6, 1024, kLink),
+      2 * 10 * 5e-6 + 2 * 1e6 / 100e9, 1e-12);
+  EXPECT_LT(
+      collectiveTime(Collective::AllReduce, Algorithm::Tree, 1e3, 1024, kLink),
+      collectiveTime(Collective::AllReduce, Algorithm::Ring, 1e3, 1024, kLink));
+  EXPECT_GT(
+      collectiveTime(Collective::AllReduce, Algorithm::Tree, 1e9, 8, kLink),
+      collectiveTime(Collective::AllReduce, Algorithm::Ring, 1e9, 8, kLink));
 }
 
 TEST(CollectiveTime, SendAndOneRank) {
-  EXPECT_NEAR(collectiveTime(Collective::SendRecv, Algorithm::Ring, 1e8, 2,
-                             kLink),
-              5e-6 + 1e8 / 100e9, 1e-12);
-  EXPECT_EQ(collectiveTime(Collective::AllReduce, Algorithm::Ring, 1e9, 1,
-                           kLink),
-            0);
+  EXPECT_NEAR(
+      collectiveTime(Collective::SendRecv, Algorithm::Ring, 1e8, 2, kLink),
+      5e-6 + 1e8 / 100e9, 1e-12);
+  EXPECT_EQ(
+      collectiveTime(Collective::AllReduce, Algorithm::Ring, 1e9, 1, kLink), 0);
 }
 
 TEST(CollectiveTime, HierarchicalAllReduceCrossesNodesWithOnePiece) {
@@ -115,23 +112,23 @@ TEST(Memory, ActivationsPerLayerAsKorthikantiEtAl) {
   // GPT-3 175B: s = 2048, b = 1, h = 12288, a = 96, t = 8.
   double sbh = 2048.0 * 1 * 12288;
   // 5 a s / (h t) = 10: sbh (10 + 24/8 + 10).
-  EXPECT_NEAR(activationBytesPerLayer(2048, 1, 12288, 96, 8, false,
-                                      Recompute::None),
-              23 * sbh, 1);
+  EXPECT_NEAR(
+      activationBytesPerLayer(2048, 1, 12288, 96, 8, false, Recompute::None),
+      23 * sbh, 1);
   // sbh/t (34 + 5 a s / h) = sbh/8 (34 + 80).
-  EXPECT_NEAR(activationBytesPerLayer(2048, 1, 12288, 96, 8, true,
-                                      Recompute::None),
-              114 * sbh / 8, 1);
+  EXPECT_NEAR(
+      activationBytesPerLayer(2048, 1, 12288, 96, 8, true, Recompute::None),
+      114 * sbh / 8, 1);
   EXPECT_NEAR(activationBytesPerLayer(2048, 1, 12288, 96, 8, true,
                                       Recompute::Selective),
               34 * sbh / 8, 1);
-  EXPECT_NEAR(activationBytesPerLayer(2048, 1, 12288, 96, 8, false,
-                                      Recompute::Full),
-              2 * sbh, 1);
+  EXPECT_NEAR(
+      activationBytesPerLayer(2048, 1, 12288, 96, 8, false, Recompute::Full),
+      2 * sbh, 1);
   // One GPU, no recomputation: the paper's 34 sbh + 5 a s^2 b.
-  EXPECT_NEAR(activationBytesPerLayer(2048, 1, 12288, 96, 1, false,
-                                      Recompute::None),
-              34 * sbh + 5 * 96.0 * 2048 * 2048, 1);
+  EXPECT_NEAR(
+      activationBytesPerLayer(2048, 1, 12288, 96, 1, false, Recompute::None),
+      34 * sbh + 5 * 96.0 * 2048 * 2048, 1);
 }
 
 TEST(Roofline, TheSlowerOfComputeAndMemory) {
@@ -178,8 +175,9 @@ TEST(Cluster, ParsesJSONAndNamesWhatIsWrong) {
   std::string bad = text;
   bad.replace(bad.find("\"roce\""), 6, "\"ethernet\"");
   EXPECT_FALSE(Cluster::parseJSON(bad, error));
-  EXPECT_EQ(error,
-            "inter_node.fabric must be \"infiniband\" or \"roce\", not \"ethernet\"");
+  EXPECT_EQ(
+      error,
+      "inter_node.fabric must be \"infiniband\" or \"roce\", not \"ethernet\"");
   EXPECT_FALSE(Cluster::parseJSON("{nodes", error));
   EXPECT_EQ(error.rfind("not JSON", 0), 0u);
 }

@@ -1,4 +1,5 @@
-//===- CostModel.h - Time and memory of a parallel training step -*- C++ -*-===//
+//===- CostModel.h - Time and memory of a parallel training step -*- C++
+//-*-===//
 //
 // The planner's formulas: a cluster (GPUs, NVLink inside a node, InfiniBand
 // or RoCE between nodes), α-β times of collectives for ring, tree and
@@ -65,7 +66,13 @@ struct Cluster {
                                           std::string &error);
 };
 
-enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+enum class Collective {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  SendRecv
+};
 enum class Algorithm { Ring, Tree };
 
 /// The α-β time of one collective over `ranks` ranks on `link`. `bytes` is
@@ -99,7 +106,7 @@ double microbatchesInFlight(pipeline::ScheduleKind kind, int64_t stages,
 
 /// Bytes per parameter of each kind of model state.
 struct StateBytes {
-  double weights = 4;   // the parameters as the step reads them
+  double weights = 4; // the parameters as the step reads them
   double gradients = 4;
   double optimizer = 8; // Adam's two moments (plus f32 master weights
                         // under mixed precision: 12)
@@ -130,8 +137,8 @@ enum class Recompute { None, Selective, Full };
 ///   full:                  2 s b h (the layer's input; / t with sequence
 ///                          parallelism)
 double activationBytesPerLayer(int64_t seq, int64_t microbatch, int64_t hidden,
-                               int64_t heads, int64_t tp,
-                               bool sequenceParallel, Recompute recompute);
+                               int64_t heads, int64_t tp, bool sequenceParallel,
+                               Recompute recompute);
 
 /// Roofline time of work of `flops` and `bytes` at `efficiency` of the
 /// peak: max(flops / (peak efficiency), bytes / bandwidth).
