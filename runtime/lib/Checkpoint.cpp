@@ -49,15 +49,51 @@ std::string shapeJson(const int64_t *shape, int rank) {
 
 /// Whether the rank at `coords` writes its shard: it is at coordinate 0 of
 /// every mesh axis the spec does not split (the replicas' first).
-bool ownsShard(const ShardSpec &spec, const std::vector<int64_t> &coords) {
-  std::vector<bool> splits(coords.size(), false);
-  for (const DimSplit &dim : spec.dims)
-    for (int axis : dim.axes)
-      splits[axis] = true;
-  for (size_t axis = 0; axis < coords.size(); ++axis)
-    if (!splits[axis] && coords[axis] != 0)
-      return false;
-  return true;
+/// Which ranks hold each tensor: every rank's names, gathered. With
+/// pipeline parallelism the ranks of different stages hold different
+/// tensors (and a tied one is held by two stages).
+using Holders = std::map<std::string, std::vector<int64_t>>;
+
+Holders gatherHolders(Communicator &everyone,
+                      const std::vector<CheckpointTensor> &tensors) {
+  std::string names;
+  for (const CheckpointTensor &tensor : tensors)
+    names += std::string(tensor.info->name) + "\n";
+  int64_t length = int64_t(names.size());
+  std::vector<int64_t> lengths(everyone.size());
+  everyone.allGather(&length, lengths.data(), 1, WEFT_I64);
+  int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  names.resize(longest, '\0');
+  std::vector<char> all(longest * everyone.size());
+  everyone.allGather(names.data(), all.data(), longest, WEFT_BOOL);
+  Holders holders;
+  for (int64_t r = 0; r < everyone.size(); ++r) {
+    std::istringstream list(std::string(all.data() + r * longest, lengths[r]));
+    for (std::string name; std::getline(list, name);)
+      holders[name].push_back(r);
+  }
+  return holders;
+}
+
+/// The rank whose file stores each shard of a tensor: the first holder of
+/// that shard (the one at coordinate 0 of every axis it is replicated on).
+std::map<int64_t, int64_t> shardOwners(const ShardSpec &spec,
+                                       const std::vector<int64_t> &holders,
+                                       const MeshShape &mesh) {
+  std::map<int64_t, int64_t> owners;
+  for (int64_t rank : holders)
+    owners.try_emplace(
+        mesh.sizes.empty() ? 0 : spec.shardIndex(mesh.coordinates(rank), mesh),
+        rank);
+  return owners;
+}
+
+bool ownsShard(const ShardSpec &spec, const std::vector<int64_t> &holders,
+               const World &world) {
+  for (auto [shard, owner] : shardOwners(spec, holders, world.mesh))
+    if (owner == world.rank)
+      return true;
+  return false;
 }
 
 /// Writes `text` (or the bytes) to `path` and flushes it to disk.
@@ -100,13 +136,13 @@ void syncDirectory(const std::string &path) {
 /// The safetensors file of this rank's owned shards.
 bool writeRankFile(const std::string &path, const World &world,
                    const std::vector<CheckpointTensor> &tensors,
-                   std::string &error) {
+                   const Holders &holders, std::string &error) {
   std::string header = "{\"__metadata__\": {\"format\": \"weft\"}";
   std::vector<std::pair<const void *, size_t>> pieces;
   size_t offset = 0;
   for (const CheckpointTensor &tensor : tensors) {
     const weft_buffer_info *info = tensor.info;
-    if (!ownsShard(bufferSpec(info), world.coordinates))
+    if (!ownsShard(bufferSpec(info), holders.at(info->name), world))
       continue;
     header += ", " + jsonQuote(info->name) + ": {\"dtype\": \"" +
               safetensorsDtype(info->dtype) +
@@ -124,34 +160,55 @@ bool writeRankFile(const std::string &path, const World &world,
   return writeDurably(path, pieces, error);
 }
 
-std::string indexJson(const CheckpointState &state, const MeshShape &mesh,
-                      const std::vector<CheckpointTensor> &tensors) {
+/// The index entries of the tensors whose first holder is this rank.
+std::string indexEntries(const World &world,
+                         const std::vector<CheckpointTensor> &tensors,
+                         const Holders &holders) {
   std::ostringstream out;
-  out << "{\n  \"format\": \"" << formatName << "\",\n  \"step\": "
-      << state.step << ",\n  \"seed\": " << state.seed
-      << ",\n  \"mesh\": " << jsonQuote(mesh.describe())
-      << ",\n  \"tensors\": {";
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    const weft_buffer_info *info = tensors[t].info;
+  for (const CheckpointTensor &tensor : tensors) {
+    const weft_buffer_info *info = tensor.info;
+    const std::vector<int64_t> &held = holders.at(info->name);
+    if (held.front() != world.rank)
+      continue;
     ShardSpec spec = bufferSpec(info);
-    out << (t ? "," : "") << "\n    " << jsonQuote(info->name)
-        << ": {\"role\": \""
+    out << ",\n    " << jsonQuote(info->name) << ": {\"role\": \""
         << (info->role == WEFT_PARAM ? "param" : "optimizer-state")
         << "\", \"dtype\": \"" << safetensorsDtype(info->dtype)
         << "\", \"shape\": " << shapeJson(info->shape, info->rank)
         << ", \"sharding\": " << jsonQuote(spec.str()) << ", \"shards\": [";
     bool first = true;
-    for (int64_t r = 0; r < std::max<int64_t>(1, mesh.numRanks()); ++r) {
-      std::vector<int64_t> coords = mesh.coordinates(r);
-      if (!ownsShard(spec, coords))
-        continue;
-      out << (first ? "" : ", ") << "{\"file\": \"" << rankFile(r)
-          << "\", \"shard\": " << spec.shardIndex(coords, mesh) << "}";
+    for (auto [shard, owner] : shardOwners(spec, held, world.mesh)) {
+      out << (first ? "" : ", ") << "{\"file\": \"" << rankFile(owner)
+          << "\", \"shard\": " << shard << "}";
       first = false;
     }
     out << "]}";
   }
-  out << "\n  }\n}\n";
+  return out.str();
+}
+
+/// Every rank's entries, concatenated on rank 0 (empty elsewhere).
+std::string indexJson(const CheckpointState &state, const World &world,
+                      Communicator &everyone, const std::string &entries) {
+  int64_t length = int64_t(entries.size());
+  std::vector<int64_t> lengths(everyone.size());
+  everyone.allGather(&length, lengths.data(), 1, WEFT_I64);
+  int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  std::string padded = entries;
+  padded.resize(longest, '\0');
+  std::vector<char> all(longest * everyone.size());
+  everyone.allGather(padded.data(), all.data(), longest, WEFT_BOOL);
+  if (world.rank != 0)
+    return "";
+  std::string tensors;
+  for (int64_t r = 0; r < everyone.size(); ++r)
+    tensors.append(all.data() + r * longest, lengths[r]);
+  std::ostringstream out;
+  out << "{\n  \"format\": \"" << formatName << "\",\n  \"step\": "
+      << state.step << ",\n  \"seed\": " << state.seed
+      << ",\n  \"mesh\": " << jsonQuote(world.mesh.describe())
+      << ",\n  \"tensors\": {" << tensors.substr(tensors.empty() ? 0 : 1)
+      << "\n  }\n}\n";
   return out.str();
 }
 
@@ -247,16 +304,18 @@ bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
               "'";
     return false;
   }
+  Holders holders = gatherHolders(everyone, tensors);
   bool ok = writeRankFile((temp / rankFile(world.rank)).string(), world,
-                          tensors, error);
+                          tensors, holders, error);
   if (!allAgree(everyone, ok)) {
     if (ok)
       error = "another rank could not write its part of checkpoint '" +
               final.string() + "'";
     return false;
   }
+  std::string index =
+      indexJson(state, world, everyone, indexEntries(world, tensors, holders));
   if (world.rank == 0) {
-    std::string index = indexJson(state, world.mesh, tensors);
     ok = writeDurably((temp / "index.json").string(),
                       {{index.data(), index.size()}}, error);
     syncDirectory(temp.string());
