@@ -46,7 +46,6 @@ std::string shapeJson(const int64_t *shape, int rank) {
   return text + "]";
 }
 
-
 /// Whether the rank at `coords` writes its shard: it is at coordinate 0 of
 /// every mesh axis the spec does not split (the replicas' first).
 /// Which ranks hold each tensor: every rank's names, gathered. With
@@ -156,7 +155,8 @@ bool writeRankFile(const std::string &path, const World &world,
   // The data starts 8-byte aligned, as safetensors recommends.
   header.append((8 - header.size() % 8) % 8, ' ');
   uint64_t headerSize = header.size(); // little-endian on every target here
-  pieces.insert(pieces.begin(), {{&headerSize, 8}, {header.data(), header.size()}});
+  pieces.insert(pieces.begin(),
+                {{&headerSize, 8}, {header.data(), header.size()}});
   return writeDurably(path, pieces, error);
 }
 
@@ -204,8 +204,8 @@ std::string indexJson(const CheckpointState &state, const World &world,
   for (int64_t r = 0; r < everyone.size(); ++r)
     tensors.append(all.data() + r * longest, lengths[r]);
   std::ostringstream out;
-  out << "{\n  \"format\": \"" << formatName << "\",\n  \"step\": "
-      << state.step << ",\n  \"seed\": " << state.seed
+  out << "{\n  \"format\": \"" << formatName
+      << "\",\n  \"step\": " << state.step << ",\n  \"seed\": " << state.seed
       << ",\n  \"mesh\": " << jsonQuote(world.mesh.describe())
       << ",\n  \"tensors\": {" << tensors.substr(tensors.empty() ? 0 : 1)
       << "\n  }\n}\n";
@@ -236,8 +236,7 @@ struct RankFile {
   size_t dataStart = 0;
 };
 
-bool openRankFile(const std::string &path, RankFile &file,
-                  std::string &error) {
+bool openRankFile(const std::string &path, RankFile &file, std::string &error) {
   if (!readFile(path, file.bytes)) {
     error = "cannot read '" + path + "'";
     return false;
@@ -300,8 +299,8 @@ bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
   }
   if (!allAgree(everyone, !ec)) {
     if (error.empty())
-      error = "rank 0 could not create the checkpoint directory in '" + dir +
-              "'";
+      error =
+          "rank 0 could not create the checkpoint directory in '" + dir + "'";
     return false;
   }
   Holders holders = gatherHolders(everyone, tensors);
@@ -402,8 +401,8 @@ bool loadCheckpoint(const std::string &path, const World &world,
     ShardSpec savedSpec;
     if (!sharding || !shards ||
         !ShardSpec::parse(sharding->string, shape.size(), savedSpec)) {
-      error = "tensor '" + name + "' has a malformed entry in '" + indexPath +
-              "'";
+      error =
+          "tensor '" + name + "' has a malformed entry in '" + indexPath + "'";
       return false;
     }
     std::vector<int64_t> savedLocal = savedSpec.localShape(shape, savedMesh);
@@ -417,21 +416,21 @@ bool loadCheckpoint(const std::string &path, const World &world,
       const JsonValue *file = shard.get("file");
       const JsonValue *which = shard.get("shard");
       if (!file || !which || file->string.find('/') != std::string::npos) {
-        error = "tensor '" + name + "' has a malformed shard in '" +
-                indexPath + "'";
+        error = "tensor '" + name + "' has a malformed shard in '" + indexPath +
+                "'";
         return false;
       }
       auto [it, fresh] = files.try_emplace(file->string);
-      if (fresh &&
-          !openRankFile((fs::path(path) / file->string).string(), it->second,
-                        error))
+      if (fresh && !openRankFile((fs::path(path) / file->string).string(),
+                                 it->second, error))
         return false;
       const RankFile &rankFile = it->second;
       const JsonValue *stored = rankFile.header.get(name);
       std::vector<int64_t> offsets =
           intList(stored ? stored->get("data_offsets") : nullptr);
       if (!stored || intList(stored->get("shape")) != savedLocal ||
-          offsets.size() != 2 || offsets[1] - offsets[0] != int64_t(savedBytes) ||
+          offsets.size() != 2 ||
+          offsets[1] - offsets[0] != int64_t(savedBytes) ||
           rankFile.dataStart + size_t(offsets[1]) > rankFile.bytes.size()) {
         error = "'" + file->string + "' of checkpoint '" + path +
                 "' does not hold shard " + std::to_string(which->asInt()) +

@@ -499,8 +499,8 @@ int main(int argc, char **argv) {
   // The entry's weft.outputs are dropped before lowering (see below): the
   // recomputation is told which function returns the loss.
   weft::buildLowerToLLVMPipeline(
-      lowering, weft::CPUPipelineOptions{optLevel, recompute,
-                                         "weft_model_main"});
+      lowering,
+      weft::CPUPipelineOptions{optLevel, recompute, "weft_model_main"});
   if (printPipeline) {
     llvm::outs() << "weft passes: ";
     weftPasses.printAsTextualPipeline(llvm::outs());
@@ -662,8 +662,9 @@ int main(int argc, char **argv) {
           return value ? value.getInt() : 0;
         };
         llvm::outs() << "temporaries: peak " << get("peak_bytes")
-                     << " bytes in one arena (" << get("buffers") << " buffers, "
-                     << get("unplanned_bytes") << " bytes without reuse)\n";
+                     << " bytes in one arena (" << get("buffers")
+                     << " buffers, " << get("unplanned_bytes")
+                     << " bytes without reuse)\n";
         llvm::outs() << "activations (inputs, outputs, temporaries): "
                      << inputBytes + outputBytes + get("peak_bytes")
                      << " bytes\n";
@@ -701,18 +702,18 @@ int main(int argc, char **argv) {
     outputs.paths.push_back(weightsPath);
     if (!weft::emitObjectFile(*llvmModule, objectPath, optLevel, error))
       return fail(error);
-    if (failed(writeWeights(program, buffers, meshOrNull, weightsBytes, manifest,
-                            weightsPath)))
+    if (failed(writeWeights(program, buffers, meshOrNull, weightsBytes,
+                            manifest, weightsPath)))
       return 1;
     return 0;
   };
 
   std::vector<std::string> objects;
   for (auto [r, program] : llvm::enumerate(programs)) {
-    std::string stem =
-        pipelined ? outputFile + ".pp" + std::to_string(r) : outputFile.getValue();
-    std::string objectPath = emit == Emit::Obj ? outputFile.getValue()
-                                               : stem + ".o";
+    std::string stem = pipelined ? outputFile + ".pp" + std::to_string(r)
+                                 : outputFile.getValue();
+    std::string objectPath =
+        emit == Emit::Obj ? outputFile.getValue() : stem + ".o";
     if (int status = compileProgram(*program, pipelined ? int64_t(r) : -1,
                                     objectPath, stem + ".weights"))
       return status;
@@ -730,8 +731,7 @@ int main(int argc, char **argv) {
         llvmContext, int64_t(programs.size()), optLevel, error);
     std::string tablePath = outputFile + ".pipeline.o";
     outputs.paths.push_back(tablePath);
-    if (!table ||
-        !weft::emitObjectFile(*table, tablePath, optLevel, error))
+    if (!table || !weft::emitObjectFile(*table, tablePath, optLevel, error))
       return fail(error);
     objects.push_back(tablePath);
   }

@@ -48,8 +48,8 @@ public:
                          int root) = 0;
   /// Buffered: returns at once, the data copied; messages to one peer with
   /// one tag arrive in order, and a receive matches the peer and the tag.
-  virtual void send(const void *data, size_t count, weft_dtype dtype,
-                    int peer, int tag) = 0;
+  virtual void send(const void *data, size_t count, weft_dtype dtype, int peer,
+                    int tag) = 0;
   virtual void recv(void *data, size_t count, weft_dtype dtype, int peer,
                     int tag) = 0;
 };
