@@ -37,8 +37,8 @@ double now();
 /// chunk and micro-batch; peer and bytes; collective kind and bytes).
 void record(Kind kind, double start, double end, int64_t a, int64_t b);
 
-/// Gathers every rank's records on rank 0, which writes `path`; `names`
-/// labels the tracks ("rank 3 (pp 1, dp 1)"). Returns false with `error`
+/// Gathers every rank's records on rank 0, which writes `path`;
+/// `trackName` labels this rank's track ("rank 3 (pp 1, dp 1)"). Returns false with `error`
 /// set when the file cannot be written (on rank 0).
 bool write(const std::string &path, Communicator &everyone,
            const std::string &trackName, std::string &error);

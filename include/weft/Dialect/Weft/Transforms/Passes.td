@@ -269,10 +269,12 @@ def WeftSplitStages : Pass<"weft-split-stages", "::mlir::ModuleOp"> {
     "/h.3"); layers are numbered in the order the forward pass meets them.
     `boundaries` gives the first layer of stages 1.. by hand; without it
     the cut balances the stages' contraction FLOPs (forward and backward).
-    Ops outside layers join the stage of the op before them (the embedding
-    stage 0, the head and loss the last stage); an op that reads a
-    parameter or optimizer state outside layers (the update) joins the
-    stage of the parameter's first use. A parameter read in two stages
+    An op outside layers takes the latest stage among its operands'
+    producers (the head and loss follow the last layer); one that reads
+    only arguments and such ops (the embedding lookup, the labels' one-hot)
+    takes the earliest stage among its users. An optimizer update (what a
+    state feeds) joins the stage of its parameter's first use, and so does
+    what feeds only updates (weight decay, the clipped gradient). A parameter read in two stages
     (GPT's tied embedding and LM head) is listed as tied: its gradient is
     the sum of both stages' parts. The function gets
     `weft.pipeline = {stages, boundaries, tied}`.
