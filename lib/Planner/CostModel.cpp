@@ -2,7 +2,11 @@
 
 #include "weft/Planner/CostModel.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
 
 #include <algorithm>
 #include <cmath>
@@ -53,6 +57,43 @@ std::optional<Cluster> Cluster::preset(const std::string &name, int64_t nodes) {
   return cluster;
 }
 
+/// YAML scalars as JSON sees them: numbers, booleans, else strings.
+static llvm::json::Value yamlToJSON(llvm::yaml::Node *node,
+                                    std::string &error) {
+  if (auto *map = llvm::dyn_cast_or_null<llvm::yaml::MappingNode>(node)) {
+    llvm::json::Object object;
+    for (llvm::yaml::KeyValueNode &entry : *map) {
+      auto *key =
+          llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(entry.getKey());
+      if (!key) {
+        error = "a YAML key must be a plain word";
+        return nullptr;
+      }
+      llvm::SmallString<32> storage;
+      object[key->getValue(storage).str()] =
+          yamlToJSON(entry.getValue(), error);
+    }
+    return object;
+  }
+  if (auto *sequence = llvm::dyn_cast_or_null<llvm::yaml::SequenceNode>(node)) {
+    llvm::json::Array array;
+    for (llvm::yaml::Node &item : *sequence)
+      array.push_back(yamlToJSON(&item, error));
+    return array;
+  }
+  if (auto *scalar = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(node)) {
+    llvm::SmallString<32> storage;
+    llvm::StringRef text = scalar->getValue(storage);
+    double number;
+    if (!text.getAsDouble(number))
+      return number;
+    if (text == "true" || text == "false")
+      return text == "true";
+    return text.str();
+  }
+  return nullptr;
+}
+
 std::optional<Cluster> Cluster::parseJSON(const std::string &text,
                                           std::string &error) {
   error.clear();
@@ -61,9 +102,64 @@ std::optional<Cluster> Cluster::parseJSON(const std::string &text,
     error = "not JSON: " + llvm::toString(parsed.takeError());
     return std::nullopt;
   }
-  const llvm::json::Object *root = parsed->getAsObject();
+  return fromDescription(*parsed, error);
+}
+
+std::optional<Cluster> Cluster::parseYAML(const std::string &text,
+                                          std::string &error) {
+  error.clear();
+  llvm::SourceMgr sources;
+  std::string diagnostics;
+  sources.setDiagHandler(
+      [](const llvm::SMDiagnostic &diag, void *context) {
+        auto *out = static_cast<std::string *>(context);
+        if (out->empty())
+          *out = (llvm::Twine("line ") + llvm::Twine(diag.getLineNo()) + ": " +
+                  diag.getMessage())
+                     .str();
+      },
+      &diagnostics);
+  llvm::yaml::Stream stream(text, sources);
+  llvm::yaml::document_iterator document = stream.begin();
+  llvm::json::Value value = nullptr;
+  if (document != stream.end())
+    value = yamlToJSON(document->getRoot(), error);
+  if (stream.failed() || !diagnostics.empty()) {
+    error = "not YAML: " + diagnostics;
+    return std::nullopt;
+  }
+  if (!error.empty())
+    return std::nullopt;
+  return fromDescription(value, error);
+}
+
+std::optional<Cluster> Cluster::load(const std::string &nameOrPath,
+                                     int64_t nodes, std::string &error) {
+  if (std::optional<Cluster> preset = Cluster::preset(nameOrPath, nodes))
+    return preset;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(nameOrPath);
+  if (!file) {
+    error = "'" + nameOrPath +
+            "' is neither a preset (dgx-a100-80g, dgx-h100, h200, cpu-local) "
+            "nor a readable cluster file: " +
+            file.getError().message();
+    return std::nullopt;
+  }
+  std::string text = (*file)->getBuffer().str();
+  llvm::StringRef path(nameOrPath);
+  std::optional<Cluster> cluster =
+      path.ends_with(".json") ? parseJSON(text, error) : parseYAML(text, error);
+  if (!cluster)
+    error = nameOrPath + ": " + error;
+  return cluster;
+}
+
+std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
+                                                std::string &error) {
+  const llvm::json::Object *root = value.getAsObject();
   if (!root) {
-    error = "the cluster description must be a JSON object";
+    error = "the cluster description must be an object (key: value pairs)";
     return std::nullopt;
   }
   Cluster cluster;
@@ -129,6 +225,8 @@ std::optional<Cluster> Cluster::parseJSON(const std::string &text,
   number(*inter, "oversubscription", "inter_node.", cluster.oversubscription,
          false);
   cluster.railOptimized = inter->getBoolean("rail_optimized").value_or(false);
+  cluster.overlapGradientReduction =
+      root->getBoolean("overlap_gradient_reduction").value_or(true);
   cluster.nicBandwidth = linkGb * giga;
   cluster.interLatency = latencyUs * 1e-6;
   cluster.nodes = int64_t(nodes);

@@ -1,6 +1,7 @@
 //===- weft-translate.cpp - Translate models into Weft IR -----------------===//
 //
 // weft-translate --import-onnx model.onnx [--dim name=N]... [-o out.mlir]
+// weft-translate --synthetic gpt:layers=96,hidden=12288,... [-o out.mlir]
 //
 // Diagnostics are one line each: `<file>: error: <message>`. On error the
 // exit code is 1 and no output file is written.
@@ -11,6 +12,7 @@
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
 #include "weft/Target/ONNX/ImportONNX.h"
+#include "weft/Target/Synthetic/SyntheticModel.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -40,9 +42,14 @@ static cl::list<std::string>
     dims("dim", cl::desc("Bind a symbolic dimension: --dim batch=8"),
          cl::value_desc("name=value"), cl::cat(category));
 static cl::opt<bool>
-    fuse("fuse",
-         cl::desc("Run the weft-fuse-idioms pipeline after importing"),
+    fuse("fuse", cl::desc("Run the weft-fuse-idioms pipeline after importing"),
          cl::cat(category));
+static cl::opt<std::string> synthetic(
+    "synthetic",
+    cl::desc("Write a model from its shape, without weights: "
+             "gpt:layers=N,hidden=N,heads=N,vocab=N,seq=N[,ffn=N][,batch=N] "
+             "or llama:...,kv-heads=N,ffn=N"),
+    cl::value_desc("family:key=value,..."), cl::cat(category));
 static cl::opt<bool> listOps("list-supported-ops",
                              cl::desc("Print the supported ONNX op types"),
                              cl::cat(category));
@@ -57,8 +64,7 @@ static void printDiagnostic(Diagnostic &diag) {
     }
     return WalkResult::advance();
   });
-  StringRef severity = diag.getSeverity() == DiagnosticSeverity::Error
-                           ? "error"
+  StringRef severity = diag.getSeverity() == DiagnosticSeverity::Error ? "error"
                        : diag.getSeverity() == DiagnosticSeverity::Warning
                            ? "warning"
                            : "note";
@@ -83,15 +89,24 @@ int main(int argc, char **argv) {
     llvm::errs() << "weft-translate: error: " << message << "\n";
     return 1;
   };
-  if (!importONNX)
-    return fail("choose a translation (--import-onnx)");
-  if (inputFile.empty())
+  if (importONNX == !synthetic.empty())
+    return fail("choose one translation: --import-onnx or --synthetic");
+  if (importONNX && inputFile.empty())
     return fail("no input model given");
+  if (!synthetic.empty() && !inputFile.empty())
+    return fail("--synthetic takes no input file");
 
   weft::ONNXImportOptions options;
   std::string dimError;
   if (!options.bindDims(dims, dimError))
     return fail(dimError);
+  std::optional<weft::SyntheticModelSpec> spec;
+  if (!synthetic.empty()) {
+    std::string error;
+    spec = weft::SyntheticModelSpec::parse(synthetic, error);
+    if (!spec)
+      return fail("--synthetic: " + error);
+  }
 
   DialectRegistry registry;
   weft::registerAllDialects(registry);
@@ -103,7 +118,8 @@ int main(int argc, char **argv) {
   });
 
   OwningOpRef<ModuleOp> module =
-      weft::importONNXFile(inputFile, &context, options);
+      spec ? weft::buildSyntheticModel(*spec, &context)
+           : weft::importONNXFile(inputFile, &context, options);
   if (!module)
     return 1;
   if (fuse) {

@@ -16,6 +16,10 @@
 #include "weft/Dialect/Weft/Transforms/PipelineSchedule.h"
 
 #include <cstdint>
+
+namespace llvm::json {
+class Value;
+} // namespace llvm::json
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +57,10 @@ struct Cluster {
   /// oversubscribed.
   double oversubscription = 1;
   bool railOptimized = false;
+  /// Whether the data-parallel gradient reduction runs while the last
+  /// micro-batch's backward pass computes (NCCL on its own stream); Weft's
+  /// MPI runtime reduces after the backward pass.
+  bool overlapGradientReduction = true;
 
   int64_t gpus() const { return nodes * gpusPerNode; }
   /// What one GPU's traffic to other nodes gets: its share of the node's
@@ -64,6 +72,16 @@ struct Cluster {
   /// A JSON description (see docs/planner.md); `error` names the field.
   static std::optional<Cluster> parseJSON(const std::string &text,
                                           std::string &error);
+  /// The same description in YAML.
+  static std::optional<Cluster> parseYAML(const std::string &text,
+                                          std::string &error);
+  /// A preset by name, else a description file (.json, else YAML).
+  static std::optional<Cluster> load(const std::string &nameOrPath,
+                                     int64_t nodes, std::string &error);
+
+private:
+  static std::optional<Cluster> fromDescription(const llvm::json::Value &value,
+                                                std::string &error);
 };
 
 enum class Collective {

@@ -1,0 +1,130 @@
+//===- Planner.h - Predict and search parallel training plans ---*- C++ -*-===//
+//
+// A plan is a point of the 3D + ZeRO space: data, tensor and pipeline
+// degrees, micro-batch size and count, schedule and virtual stages, ZeRO
+// stage, recomputation and sequence parallelism. `predict` prices one on a
+// cluster from a model's profile; `search` prices them all and ranks those
+// that fit in memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PLANNER_PLANNER_H
+#define WEFT_PLANNER_PLANNER_H
+
+#include "weft/Planner/CostModel.h"
+#include "weft/Planner/Profile.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft::planner {
+
+struct Plan {
+  int64_t dp = 1, tp = 1, pp = 1;
+  int64_t microbatchSize = 1, microbatches = 1;
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
+  int64_t virtualStages = 1;
+  int zero = 0;
+  Recompute recompute = Recompute::None;
+  bool sequenceParallel = false;
+
+  /// "dp=8,tp=8,pp=16,mbs=1,m=48,schedule=1f1b,v=1,zero=1,recompute=full,
+  /// sp=1".
+  std::string str() const;
+};
+
+/// What the user pins with --fix; unset keys are searched.
+struct PlanConstraints {
+  std::optional<int64_t> dp, tp, pp, microbatchSize, microbatches,
+      virtualStages, zero;
+  std::optional<pipeline::ScheduleKind> schedule;
+  std::optional<Recompute> recompute;
+  std::optional<bool> sequenceParallel;
+  /// "dp=8,tp=8,pp=16,mbs=1,m=32,schedule=interleaved,v=2,zero=1,
+  /// recompute=selective,sp=1"; `error` names a bad key or value.
+  static std::optional<PlanConstraints> parse(const std::string &text,
+                                              std::string &error);
+};
+
+/// How the model is trained: numbers, not choices of the plan.
+struct TrainingSetup {
+  int64_t globalBatch = 0; // sequences per step
+  /// 16-bit activations and contractions with f32 master weights and Adam
+  /// state (2 + 4 + 12 bytes per parameter, as the ZeRO paper counts with
+  /// f32 gradients), or everything f32 (4 + 4 + 8), as Weft's CPU backend
+  /// runs today.
+  bool mixedPrecision = true;
+};
+
+struct TimeBreakdown {
+  double compute = 0;        // forward, backward and recomputation
+  double bubble = 0;         // the pipeline's idle time
+  double tensorParallel = 0; // the tp collectives (blocking)
+  double pipelineSends = 0;  // activations and gradients between stages
+  double dataParallel = 0;   // gradient reduction not hidden by backward
+  double zeroGathers = 0;    // ZeRO-3's parameter gathers
+  double optimizer = 0;
+  double total() const {
+    return compute + bubble + tensorParallel + pipelineSends + dataParallel +
+           zeroGathers + optimizer;
+  }
+};
+
+struct Prediction {
+  Plan plan;
+  TimeBreakdown time;
+  MemoryBreakdown memory; // of the rank that holds the most
+  double memoryCapacity = 0;
+  bool fits = false;
+  double tokensPerSecond = 0;
+  /// Model FLOPs (3× the forward's contractions, no recomputation) and
+  /// hardware FLOPs (with recomputation) per GPU per second.
+  double modelTflopsPerGpu = 0, hardwareTflopsPerGpu = 0;
+  double mfu = 0;
+  double stepTime() const { return time.total(); }
+};
+
+/// Cost-model constants: which fraction of a peak work reaches.
+struct Efficiency {
+  double contraction = 0.75; // large GEMMs and fused attention
+  double memory = 0.7;       // elementwise work against HBM bandwidth
+  double usableMemory = 0.9; // the rest: allocator and workspace
+};
+
+/// Prices `plan`; std::nullopt with `error` when it is not a valid plan for
+/// the model and cluster (degrees that do not multiply to the GPU count, a
+/// batch that does not divide, a tp degree the model cannot be split by).
+std::optional<Prediction> predict(const ModelProfile &model,
+                                  const Cluster &cluster,
+                                  const TrainingSetup &setup, const Plan &plan,
+                                  const Efficiency &efficiency,
+                                  std::string &error);
+
+struct SearchResult {
+  std::vector<Prediction> fitting;  // fastest first
+  std::vector<Prediction> tooLarge; // smallest memory first
+  int64_t evaluated = 0;
+  /// Why no plan was possible at all, if none was.
+  std::vector<std::string> reasons;
+};
+
+SearchResult search(const ModelProfile &model, const Cluster &cluster,
+                    const TrainingSetup &setup,
+                    const PlanConstraints &constraints,
+                    const Efficiency &efficiency);
+
+/// Where each degree's ranks lie: "tp=8 inside a node, dp=16 across nodes,
+/// pp=8 across nodes" (tp innermost, then dp, then pp).
+std::string placement(const Plan &plan, const Cluster &cluster);
+
+/// Why the best fitting plans of each other choice lost to `best`, a line
+/// per choice ("tp=16 (across nodes): 1.42x slower: tensor-parallel
+/// collectives +2.1 s").
+std::vector<std::string> explain(const SearchResult &result,
+                                 const Cluster &cluster);
+
+} // namespace weft::planner
+
+#endif // WEFT_PLANNER_PLANNER_H

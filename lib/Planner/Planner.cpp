@@ -1,0 +1,623 @@
+//===- Planner.cpp - Predict and search parallel training plans -----------===//
+//
+// Ranks are laid out as Megatron-LM does: tp innermost (consecutive ranks,
+// inside a node while it fits), then dp, then pp outermost. A step on the
+// rank that works the longest is
+//   m micro-batches of its stage (forward, backward, recomputation and the
+//   blocking tp collectives) + the bubble ((p-1)/v of a micro-batch)
+//   + the sends between stages + the gradient reduction the backward pass
+//   does not hide + ZeRO-3's gathers + the optimizer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Planner/Planner.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace weft::planner {
+
+using llvm::formatv;
+using pipeline::ScheduleKind;
+
+static const char *recomputeName(Recompute r) {
+  return r == Recompute::None        ? "none"
+         : r == Recompute::Selective ? "selective"
+                                     : "full";
+}
+
+std::string Plan::str() const {
+  return formatv("dp={0},tp={1},pp={2},mbs={3},m={4},schedule={5},v={6},"
+                 "zero={7},recompute={8},sp={9}",
+                 dp, tp, pp, microbatchSize, microbatches,
+                 pipeline::scheduleName(schedule), virtualStages, zero,
+                 recomputeName(recompute), sequenceParallel ? 1 : 0)
+      .str();
+}
+
+std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
+                                                      std::string &error) {
+  PlanConstraints c;
+  llvm::SmallVector<llvm::StringRef> items;
+  llvm::StringRef(text).split(items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    auto [key, value] = item.split('=');
+    key = key.trim();
+    value = value.trim();
+    auto integer = [&](std::optional<int64_t> &into, int64_t least) {
+      int64_t n;
+      if (value.getAsInteger(10, n) || n < least) {
+        error = formatv("'{0}' must be an integer of at least {1}, not '{2}'",
+                        key, least, value);
+        return false;
+      }
+      into = n;
+      return true;
+    };
+    bool ok = true;
+    if (key == "dp")
+      ok = integer(c.dp, 1);
+    else if (key == "tp")
+      ok = integer(c.tp, 1);
+    else if (key == "pp")
+      ok = integer(c.pp, 1);
+    else if (key == "mbs")
+      ok = integer(c.microbatchSize, 1);
+    else if (key == "m")
+      ok = integer(c.microbatches, 1);
+    else if (key == "v")
+      ok = integer(c.virtualStages, 1);
+    else if (key == "zero") {
+      std::optional<int64_t> stage;
+      ok = integer(stage, 0);
+      if (ok && *stage > 3) {
+        error = "'zero' must be 0, 1, 2 or 3";
+        ok = false;
+      }
+      if (ok)
+        c.zero = *stage;
+    } else if (key == "schedule") {
+      c.schedule = pipeline::parseScheduleKind(value.str());
+      if (!c.schedule) {
+        error = "'schedule' must be gpipe, 1f1b or interleaved, not '" +
+                value.str() + "'";
+        ok = false;
+      }
+    } else if (key == "recompute") {
+      if (value == "none")
+        c.recompute = Recompute::None;
+      else if (value == "selective")
+        c.recompute = Recompute::Selective;
+      else if (value == "full")
+        c.recompute = Recompute::Full;
+      else {
+        error = "'recompute' must be none, selective or full, not '" +
+                value.str() + "'";
+        ok = false;
+      }
+    } else if (key == "sp") {
+      if (value != "0" && value != "1") {
+        error = "'sp' must be 0 or 1, not '" + value.str() + "'";
+        ok = false;
+      }
+      c.sequenceParallel = value == "1";
+    } else {
+      error = "unknown key '" + key.str() +
+              "' (dp, tp, pp, mbs, m, schedule, v, zero, recompute, sp)";
+      ok = false;
+    }
+    if (!ok)
+      return std::nullopt;
+  }
+  return c;
+}
+
+namespace {
+
+/// Seconds of one part of the step for `scale` times the profiled batch.
+struct Pricer {
+  const Cluster &cluster;
+  const TrainingSetup &setup;
+  const Efficiency &efficiency;
+
+  double activationBytes() const { return setup.mixedPrecision ? 2 : 4; }
+
+  double compute(const Work &work, double scale, double elementBytes) const {
+    double peak =
+        setup.mixedPrecision ? cluster.gpu.peakBf16 : cluster.gpu.peakFp32;
+    double bandwidth = cluster.gpu.memoryBandwidth * efficiency.memory;
+    double seconds = 0;
+    for (const OpWork &op : work.ops)
+      seconds += op.contraction
+                     ? rooflineTime(op.flops * scale,
+                                    op.elements * scale * elementBytes, peak,
+                                    bandwidth, efficiency.contraction)
+                     : rooflineTime(op.flops * scale,
+                                    op.elements * scale * elementBytes,
+                                    cluster.gpu.peakFp32, bandwidth, 1.0);
+    return seconds;
+  }
+
+  Link tensorParallelLink(int64_t tp) const {
+    return tp <= cluster.gpusPerNode ? cluster.intraNode : cluster.interNode();
+  }
+
+  double collectives(const Work &work, double scale, double elementBytes,
+                     int64_t ranks, const Link &link) const {
+    double seconds = 0;
+    for (const CollectiveWork &c : work.collectives)
+      seconds += collectiveTime(c.kind, Algorithm::Ring,
+                                c.elements * scale * elementBytes, ranks, link);
+    return seconds;
+  }
+
+  /// A collective over the dp group: ranks tp apart, as many per node as
+  /// the node holds, hierarchical when the group spans nodes.
+  double dataParallel(Collective kind, double bytes, int64_t dp,
+                      int64_t tp) const {
+    if (dp == 1)
+      return 0;
+    int64_t local =
+        std::min<int64_t>(dp, std::max<int64_t>(1, cluster.gpusPerNode / tp));
+    int64_t nodes = dp / local;
+    if (nodes == 1)
+      return collectiveTime(kind, Algorithm::Ring, bytes, dp,
+                            tp < cluster.gpusPerNode ? cluster.intraNode
+                                                     : cluster.interNode());
+    if (local == 1)
+      return collectiveTime(kind, Algorithm::Ring, bytes, dp,
+                            cluster.interNode());
+    if (kind == Collective::AllReduce)
+      return hierarchicalAllReduceTime(bytes, local, nodes, cluster.intraNode,
+                                       cluster.interNode());
+    // Gather or scatter: the piece inside the node, then across nodes.
+    return collectiveTime(kind, Algorithm::Ring, bytes, local,
+                          cluster.intraNode) +
+           collectiveTime(kind, Algorithm::Ring, bytes / local, nodes,
+                          cluster.interNode());
+  }
+};
+
+struct Stage {
+  double compute = 0, tensorParallel = 0, backward = 0;
+  double parameters = 0;
+  double activations = 0;
+};
+
+} // namespace
+
+std::optional<Prediction> predict(const ModelProfile &model,
+                                  const Cluster &cluster,
+                                  const TrainingSetup &setup, const Plan &plan,
+                                  const Efficiency &efficiency,
+                                  std::string &error) {
+  const int64_t gpus = cluster.gpus();
+  if (plan.dp * plan.tp * plan.pp != gpus) {
+    error = formatv("dp·tp·pp = {0}·{1}·{2} is not the cluster's {3} GPUs",
+                    plan.dp, plan.tp, plan.pp, gpus);
+    return std::nullopt;
+  }
+  if (setup.globalBatch % (plan.dp * plan.microbatchSize) != 0 ||
+      setup.globalBatch / (plan.dp * plan.microbatchSize) !=
+          plan.microbatches) {
+    error = formatv("a global batch of {0} is not dp·mbs·m = {1}·{2}·{3}",
+                    setup.globalBatch, plan.dp, plan.microbatchSize,
+                    plan.microbatches);
+    return std::nullopt;
+  }
+  if (plan.pp > model.layers) {
+    error =
+        formatv("pp={0} exceeds the model's {1} layers", plan.pp, model.layers);
+    return std::nullopt;
+  }
+  bool interleaved = plan.schedule == ScheduleKind::Interleaved;
+  if (interleaved != (plan.virtualStages > 1) ||
+      (interleaved && (plan.pp < 2 || plan.microbatches % plan.pp != 0 ||
+                       plan.pp * plan.virtualStages > model.layers))) {
+    error = "the interleaved schedule needs v >= 2 chunks per rank, pp >= 2, "
+            "m a multiple of pp and pp·v at most the layers (other schedules "
+            "take v=1)";
+    return std::nullopt;
+  }
+  if (plan.sequenceParallel && plan.tp == 1) {
+    error = "sequence parallelism needs tp > 1";
+    return std::nullopt;
+  }
+  const TensorParallelProfile *profile =
+      model.find(plan.tp, plan.sequenceParallel);
+  if (!profile) {
+    error = formatv("the model was not profiled for tp={0}", plan.tp);
+    for (const std::string &why : model.rejectedDegrees)
+      if (llvm::StringRef(why).starts_with("tp=" + std::to_string(plan.tp) +
+                                           (plan.sequenceParallel ? " " : ":")))
+        error = why;
+    return std::nullopt;
+  }
+
+  Pricer price{cluster, setup, efficiency};
+  const double scale = double(plan.microbatchSize) / model.batch;
+  const double act = price.activationBytes();
+  const Link tpLink = price.tensorParallelLink(plan.tp);
+  auto tpTime = [&](const Work &w) {
+    return price.collectives(w, scale, act, plan.tp, tpLink);
+  };
+
+  // One micro-batch of one layer.
+  double layerForward = price.compute(profile->layerForward, scale, act);
+  double layerBackward = price.compute(profile->layerBackward, scale, act);
+  double layerTpForward = tpTime(profile->layerForward);
+  double layerTpBackward = tpTime(profile->layerBackward);
+  if (plan.recompute == Recompute::Full) {
+    layerBackward += layerForward;
+    layerTpBackward += layerTpForward;
+  } else if (plan.recompute == Recompute::Selective) {
+    layerBackward += price.compute(profile->layerAttention, scale, act);
+  }
+  const int64_t layersPerStage = (model.layers + plan.pp - 1) / plan.pp;
+  const double activationPerLayer =
+      activationBytesPerLayer(model.seq, plan.microbatchSize, model.hidden,
+                              model.heads, plan.tp, plan.sequenceParallel,
+                              plan.recompute) *
+      (setup.mixedPrecision ? 1 : 2);
+  const double inFlight =
+      plan.pp == 1
+          ? 1
+          : microbatchesInFlight(plan.schedule, plan.pp, plan.microbatches,
+                                 plan.virtualStages);
+  // Cross-entropy keeps f32 logits, split over tp (Korthikanti: 4sbv/t).
+  const double logits =
+      4.0 * model.seq * plan.microbatchSize * model.vocab / plan.tp;
+
+  auto stage = [&](bool first, bool last) {
+    Stage s;
+    s.compute = layersPerStage * (layerForward + layerBackward);
+    s.backward = layersPerStage * layerBackward;
+    s.tensorParallel = layersPerStage * (layerTpForward + layerTpBackward);
+    s.parameters = layersPerStage * profile->layerParameters;
+    double held = first ? inFlight : 1;
+    s.activations = layersPerStage * activationPerLayer * held;
+    if (first) {
+      s.compute += price.compute(profile->preForward, scale, act) +
+                   price.compute(profile->preBackward, scale, act);
+      s.tensorParallel +=
+          tpTime(profile->preForward) + tpTime(profile->preBackward);
+    }
+    if (last) {
+      double backward = price.compute(profile->postBackward, scale, act);
+      s.compute += price.compute(profile->postForward, scale, act) + backward;
+      s.backward += backward;
+      s.tensorParallel +=
+          tpTime(profile->postForward) + tpTime(profile->postBackward);
+      s.activations += logits;
+    }
+    if (first && last)
+      s.parameters += profile->otherParameters;
+    else
+      s.parameters += first ? profile->preParameters : profile->postParameters;
+    return s;
+  };
+  llvm::SmallVector<Stage, 2> stages;
+  if (plan.pp == 1)
+    stages.push_back(stage(true, true));
+  else
+    stages = {stage(true, false), stage(false, true)};
+
+  StateBytes bytes =
+      setup.mixedPrecision ? StateBytes{2, 4, 12} : StateBytes{4, 4, 8};
+  Prediction prediction;
+  prediction.plan = plan;
+  prediction.memoryCapacity = cluster.gpu.memoryBytes * efficiency.usableMemory;
+  const int64_t m = plan.microbatches;
+  const int64_t v = plan.virtualStages;
+  const Link ppLink = plan.tp * plan.dp < cluster.gpusPerNode
+                          ? cluster.intraNode
+                          : cluster.interNode();
+  const double boundary = plan.microbatchSize * model.seq * model.hidden * act /
+                          (plan.sequenceParallel ? plan.tp : 1);
+  const double sendsPerMicrobatch =
+      plan.pp == 1 ? 0
+                   : 2 * v *
+                         collectiveTime(Collective::SendRecv, Algorithm::Ring,
+                                        boundary, 2, ppLink);
+  for (const Stage &s : stages) {
+    TimeBreakdown t;
+    double perMicrobatch = s.compute + s.tensorParallel + sendsPerMicrobatch;
+    t.compute = m * s.compute;
+    t.tensorParallel = m * s.tensorParallel;
+    t.pipelineSends = m * sendsPerMicrobatch;
+    t.bubble = plan.pp == 1 ? 0 : double(plan.pp - 1) / v * perMicrobatch;
+
+    double gradientBytes = s.parameters * bytes.gradients;
+    double weightBytes = s.parameters * bytes.weights;
+    double reduce = price.dataParallel(
+        plan.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce,
+        gradientBytes, plan.dp, plan.tp);
+    double hidden = cluster.overlapGradientReduction ? s.backward : 0;
+    t.dataParallel = std::max(0.0, reduce - hidden);
+    if (plan.zero >= 1)
+      t.dataParallel += price.dataParallel(Collective::AllGather, weightBytes,
+                                           plan.dp, plan.tp);
+    if (plan.zero == 3)
+      t.zeroGathers = 2.0 * m *
+                      price.dataParallel(Collective::AllGather, weightBytes,
+                                         plan.dp, plan.tp);
+    // The update streams f32 state: price the profiled optimizer per
+    // parameter it updates.
+    double updated = s.parameters / (plan.zero >= 1 ? plan.dp : 1);
+    if (profile->updateParameters > 0) {
+      double share = updated / profile->updateParameters;
+      t.optimizer = price.compute(profile->update, share, 4) +
+                    price.collectives(profile->update, 1, 4, plan.tp, tpLink);
+    }
+    MemoryBreakdown memory =
+        modelState(s.parameters, bytes, plan.zero, plan.dp, 1, 1);
+    memory.activations = s.activations;
+    if (t.total() > prediction.time.total())
+      prediction.time = t;
+    if (memory.total() > prediction.memory.total())
+      prediction.memory = memory;
+  }
+  prediction.fits = prediction.memory.total() <= prediction.memoryCapacity;
+
+  double step = prediction.stepTime();
+  double sequences = double(setup.globalBatch);
+  double modelFlops = 3 * model.forwardFlops / model.batch * sequences;
+  double recomputed = 0;
+  if (plan.recompute != Recompute::None) {
+    double layerFlops = 0;
+    const Work &w = plan.recompute == Recompute::Full
+                        ? model.find(1, false)->layerForward
+                        : model.find(1, false)->layerAttention;
+    for (const OpWork &op : w.ops)
+      layerFlops += op.contraction ? op.flops : 0;
+    recomputed = layerFlops * model.layers / model.batch * sequences;
+  }
+  prediction.tokensPerSecond = sequences * model.seq / step;
+  prediction.modelTflopsPerGpu = modelFlops / step / gpus / 1e12;
+  prediction.hardwareTflopsPerGpu =
+      (modelFlops + recomputed) / step / gpus / 1e12;
+  double peak =
+      setup.mixedPrecision ? cluster.gpu.peakBf16 : cluster.gpu.peakFp32;
+  prediction.mfu = modelFlops / step / gpus / peak;
+  return prediction;
+}
+
+static llvm::SmallVector<int64_t> divisorsOf(int64_t n) {
+  llvm::SmallVector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
+SearchResult search(const ModelProfile &model, const Cluster &cluster,
+                    const TrainingSetup &setup,
+                    const PlanConstraints &constraints,
+                    const Efficiency &efficiency) {
+  SearchResult result;
+  const int64_t gpus = cluster.gpus();
+  auto allowed = [](const std::optional<int64_t> &fixed, int64_t value) {
+    return !fixed || *fixed == value;
+  };
+  bool anyDegrees = false, anyBatch = false;
+  std::string firstError;
+  for (int64_t tp : divisorsOf(gpus)) {
+    if (!allowed(constraints.tp, tp))
+      continue;
+    for (int64_t pp : divisorsOf(gpus / tp)) {
+      int64_t dp = gpus / tp / pp;
+      if (!allowed(constraints.pp, pp) || !allowed(constraints.dp, dp) ||
+          pp > model.layers || !model.find(tp, false))
+        continue;
+      anyDegrees = true;
+      if (setup.globalBatch % dp != 0)
+        continue;
+      anyBatch = true;
+      for (int64_t mbs : divisorsOf(setup.globalBatch / dp)) {
+        if (!allowed(constraints.microbatchSize, mbs) ||
+            (!constraints.microbatchSize && mbs > 16))
+          continue;
+        int64_t m = setup.globalBatch / dp / mbs;
+        if (!allowed(constraints.microbatches, m))
+          continue;
+        llvm::SmallVector<std::pair<ScheduleKind, int64_t>> schedules;
+        if (pp == 1) {
+          schedules.push_back({ScheduleKind::OneFOneB, 1});
+        } else {
+          schedules.push_back({ScheduleKind::GPipe, 1});
+          schedules.push_back({ScheduleKind::OneFOneB, 1});
+          for (int64_t v : {2, 3, 4, 6, 8})
+            if (m % pp == 0 && pp * v <= model.layers &&
+                model.layers % (pp * v) == 0)
+              schedules.push_back({ScheduleKind::Interleaved, v});
+        }
+        for (auto [kind, v] : schedules) {
+          if ((constraints.schedule && *constraints.schedule != kind) ||
+              !allowed(constraints.virtualStages, v))
+            continue;
+          for (int zero = 0; zero <= 3; ++zero) {
+            if ((zero > 0 && dp == 1) || !allowed(constraints.zero, zero))
+              continue;
+            for (Recompute recompute :
+                 {Recompute::None, Recompute::Selective, Recompute::Full}) {
+              if (constraints.recompute && *constraints.recompute != recompute)
+                continue;
+              for (bool sp : {false, true}) {
+                if ((sp && tp == 1) || (constraints.sequenceParallel &&
+                                        *constraints.sequenceParallel != sp))
+                  continue;
+                Plan plan{dp, tp, pp, mbs, m, kind, v, zero, recompute, sp};
+                std::string error;
+                std::optional<Prediction> p =
+                    predict(model, cluster, setup, plan, efficiency, error);
+                ++result.evaluated;
+                if (!p) {
+                  if (firstError.empty())
+                    firstError = error;
+                  continue;
+                }
+                (p->fits ? result.fitting : result.tooLarge).push_back(*p);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  llvm::sort(result.fitting, [](const Prediction &a, const Prediction &b) {
+    return a.stepTime() < b.stepTime();
+  });
+  llvm::sort(result.tooLarge, [](const Prediction &a, const Prediction &b) {
+    return a.memory.total() < b.memory.total();
+  });
+  if (!anyDegrees)
+    result.reasons.push_back(
+        formatv("no dp·tp·pp makes {0} GPUs with the constraints given (tp "
+                "must be a profiled degree, pp at most the {1} layers)",
+                gpus, model.layers));
+  else if (!anyBatch)
+    result.reasons.push_back(formatv(
+        "the global batch of {0} is not divisible by any possible "
+        "data-parallel degree (dp = {1} GPUs / (tp·pp), with pp at most the "
+        "{2} layers)",
+        setup.globalBatch, gpus, model.layers));
+  else if (result.evaluated == 0 ||
+           (result.fitting.empty() && result.tooLarge.empty()))
+    result.reasons.push_back(
+        firstError.empty() ? "no plan satisfies the constraints" : firstError);
+  return result;
+}
+
+namespace {
+
+struct Choice {
+  const char *name;
+  std::string (*value)(const Plan &);
+};
+
+std::string describe(const std::string &choice, const Plan &plan,
+                     const Cluster &cluster) {
+  if (choice.rfind("tp=", 0) == 0 && plan.tp > cluster.gpusPerNode)
+    return choice + " (across nodes)";
+  if (choice.rfind("pp=", 0) == 0 && plan.pp > 1 &&
+      plan.tp * plan.dp < cluster.gpusPerNode)
+    return choice + " (inside a node)";
+  return choice;
+}
+
+/// The largest differences of `loser` over `best`, by component.
+std::string whyLost(const Prediction &loser, const Prediction &best) {
+  const TimeBreakdown &a = loser.time, &b = best.time;
+  std::vector<std::pair<double, const char *>> deltas = {
+      {a.compute - b.compute, "compute"},
+      {a.bubble - b.bubble, "pipeline bubble"},
+      {a.tensorParallel - b.tensorParallel, "tensor-parallel collectives"},
+      {a.pipelineSends - b.pipelineSends, "pipeline sends"},
+      {a.dataParallel - b.dataParallel, "gradient reduction"},
+      {a.zeroGathers - b.zeroGathers, "ZeRO-3 gathers"},
+      {a.optimizer - b.optimizer, "optimizer"}};
+  llvm::sort(deltas, [](auto &x, auto &y) { return x.first > y.first; });
+  std::string out =
+      formatv("{0:F2}x slower", loser.stepTime() / best.stepTime()).str();
+  int shown = 0;
+  for (auto &[delta, name] : deltas) {
+    if (delta <= 0.02 * best.stepTime() || shown == 2)
+      break;
+    out +=
+        (shown++ ? ", " : ": ") + formatv("{0} +{1:F3} s", name, delta).str();
+  }
+  if (shown == 0)
+    out += ": no part of the step more than 2% longer";
+  return out;
+}
+
+} // namespace
+
+std::string placement(const Plan &plan, const Cluster &cluster) {
+  auto where = [&](int64_t stride, int64_t size) {
+    if (size == 1)
+      return "";
+    return stride * size <= cluster.gpusPerNode ? " inside a node"
+           : stride >= cluster.gpusPerNode      ? " across nodes"
+                                                : " inside and across nodes";
+  };
+  return formatv("tp={0}{1}, dp={2}{3}, pp={4}{5}", plan.tp, where(1, plan.tp),
+                 plan.dp, where(plan.tp, plan.dp), plan.pp,
+                 where(plan.tp * plan.dp, plan.pp))
+      .str();
+}
+
+std::vector<std::string> explain(const SearchResult &result,
+                                 const Cluster &cluster) {
+  std::vector<std::string> lines;
+  if (result.fitting.empty())
+    return lines;
+  const Prediction &best = result.fitting.front();
+  const Choice choices[] = {
+      {"tp", [](const Plan &p) { return "tp=" + std::to_string(p.tp); }},
+      {"pp", [](const Plan &p) { return "pp=" + std::to_string(p.pp); }},
+      {"dp", [](const Plan &p) { return "dp=" + std::to_string(p.dp); }},
+      {"mbs",
+       [](const Plan &p) { return "mbs=" + std::to_string(p.microbatchSize); }},
+      {"schedule",
+       [](const Plan &p) {
+         return std::string("schedule=") + pipeline::scheduleName(p.schedule) +
+                (p.virtualStages > 1 ? ",v=" + std::to_string(p.virtualStages)
+                                     : "");
+       }},
+      {"zero", [](const Plan &p) { return "zero=" + std::to_string(p.zero); }},
+      {"recompute",
+       [](const Plan &p) {
+         return std::string("recompute=") + recomputeName(p.recompute);
+       }},
+      {"sp", [](const Plan &p) {
+         return std::string("sp=") + (p.sequenceParallel ? "1" : "0");
+       }}};
+  for (const Choice &choice : choices) {
+    std::string chosen = choice.value(best.plan);
+    // The first fitting plan of each other value is its fastest; the first
+    // too-large one its smallest.
+    std::map<std::string, const Prediction *> fastest, smallest;
+    for (const Prediction &p : result.fitting)
+      fastest.insert({choice.value(p.plan), &p});
+    for (const Prediction &p : result.tooLarge)
+      smallest.insert({choice.value(p.plan), &p});
+    std::vector<std::string> values;
+    for (auto &[value, p] : fastest)
+      values.push_back(value);
+    for (auto &[value, p] : smallest)
+      if (!fastest.count(value))
+        values.push_back(value);
+    // Numbers in numeric order: "tp=2" before "tp=16".
+    llvm::sort(values, [](const std::string &a, const std::string &b) {
+      return std::make_pair(a.size(), a) < std::make_pair(b.size(), b);
+    });
+    for (const std::string &value : values) {
+      if (value == chosen)
+        continue;
+      auto it = fastest.find(value);
+      const Prediction &p =
+          it != fastest.end() ? *it->second : *smallest.at(value);
+      std::string line = describe(value, p.plan, cluster) + ": ";
+      if (it != fastest.end())
+        line += whyLost(p, best);
+      else
+        line += formatv("out of memory: its smallest plan needs {0:F1} GiB "
+                        "per GPU, {1:F1} GiB usable",
+                        p.memory.total() / (1u << 30),
+                        p.memoryCapacity / (1u << 30))
+                    .str();
+      line += " (" + p.plan.str() + ")";
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+} // namespace weft::planner

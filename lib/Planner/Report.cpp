@@ -1,0 +1,151 @@
+//===- Report.cpp - Print the planner's predictions -----------------------===//
+
+#include "weft/Planner/Report.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+namespace weft::planner {
+
+using llvm::formatv;
+
+static double gib(double bytes) { return bytes / double(1ull << 30); }
+
+void printSummary(const ModelProfile &model, const Cluster &cluster,
+                  const TrainingSetup &setup, llvm::raw_ostream &os) {
+  os << formatv("model: {0:F2}B parameters, {1} layers, hidden {2}, {3} "
+                "heads, vocab {4}, seq {5}; global batch {6}, {7}\n",
+                model.parameters / 1e9, model.layers, model.hidden, model.heads,
+                model.vocab, model.seq, setup.globalBatch,
+                setup.mixedPrecision ? "mixed precision (bf16)" : "f32");
+  os << formatv(
+      "cluster: {0}: {1} node(s) x {2} {3} ({4:F0} GiB, {5:F0} "
+      "TFLOP/s), {6} between nodes\n",
+      cluster.name, cluster.nodes, cluster.gpusPerNode, cluster.gpu.model,
+      gib(cluster.gpu.memoryBytes),
+      (setup.mixedPrecision ? cluster.gpu.peakBf16 : cluster.gpu.peakFp32) /
+          1e12,
+      cluster.interFabric);
+}
+
+void printPlans(const SearchResult &result, const Cluster &cluster, size_t top,
+                llvm::raw_ostream &os) {
+  size_t shown =
+      top == 0 ? result.fitting.size() : std::min(top, result.fitting.size());
+  os << formatv("{0} plans priced, {1} fit in memory\n", result.evaluated,
+                result.fitting.size());
+  os << "  #   step (s)    tokens/s  TFLOP/s/GPU   MFU  GiB/GPU  plan\n";
+  for (size_t i = 0; i < shown; ++i) {
+    const Prediction &p = result.fitting[i];
+    os << formatv(
+        "{0,3} {1,10:F3} {2,11:F0} {3,12:F1} {4,5:F1} {5,8:F1}  {6}\n", i + 1,
+        p.stepTime(), p.tokensPerSecond, p.modelTflopsPerGpu, 100 * p.mfu,
+        gib(p.memory.total()), p.plan.str());
+  }
+  if (result.fitting.empty())
+    return;
+  const Prediction &best = result.fitting.front();
+  os << "best plan, placement: " << placement(best.plan, cluster) << "\n";
+  const MemoryBreakdown &m = best.memory;
+  const TimeBreakdown &t = best.time;
+  os << formatv("best plan, memory per GPU: weights {0:F2} GiB, gradients "
+                "{1:F2} GiB, optimizer {2:F2} GiB, activations {3:F2} GiB "
+                "(usable {4:F1} GiB)\n",
+                gib(m.weights), gib(m.gradients), gib(m.optimizer),
+                gib(m.activations), gib(best.memoryCapacity));
+  os << formatv("best plan, step time: compute {0:F3} s, bubble {1:F3} s, "
+                "tp collectives {2:F3} s, pipeline sends {3:F3} s, gradient "
+                "reduction {4:F3} s, ZeRO-3 gathers {5:F3} s, optimizer "
+                "{6:F3} s\n",
+                t.compute, t.bubble, t.tensorParallel, t.pipelineSends,
+                t.dataParallel, t.zeroGathers, t.optimizer);
+}
+
+static llvm::json::Object toJSON(const Prediction &p) {
+  const Plan &plan = p.plan;
+  llvm::json::Object memory{
+      {"weights", p.memory.weights},     {"gradients", p.memory.gradients},
+      {"optimizer", p.memory.optimizer}, {"activations", p.memory.activations},
+      {"total", p.memory.total()},       {"capacity", p.memoryCapacity}};
+  llvm::json::Object time{{"compute", p.time.compute},
+                          {"bubble", p.time.bubble},
+                          {"tensor_parallel", p.time.tensorParallel},
+                          {"pipeline_sends", p.time.pipelineSends},
+                          {"data_parallel", p.time.dataParallel},
+                          {"zero_gathers", p.time.zeroGathers},
+                          {"optimizer", p.time.optimizer}};
+  return llvm::json::Object{
+      {"plan", plan.str()},
+      {"dp", plan.dp},
+      {"tp", plan.tp},
+      {"pp", plan.pp},
+      {"mbs", plan.microbatchSize},
+      {"microbatches", plan.microbatches},
+      {"schedule", pipeline::scheduleName(plan.schedule)},
+      {"virtual_stages", plan.virtualStages},
+      {"zero", plan.zero},
+      {"recompute", plan.recompute == Recompute::None        ? "none"
+                    : plan.recompute == Recompute::Selective ? "selective"
+                                                             : "full"},
+      {"sequence_parallel", plan.sequenceParallel},
+      {"step_time", p.stepTime()},
+      {"tokens_per_second", p.tokensPerSecond},
+      {"model_tflops_per_gpu", p.modelTflopsPerGpu},
+      {"hardware_tflops_per_gpu", p.hardwareTflopsPerGpu},
+      {"mfu", p.mfu},
+      {"fits", p.fits},
+      {"memory_bytes", std::move(memory)},
+      {"time_seconds", std::move(time)}};
+}
+
+void printJSON(const ModelProfile &model, const Cluster &cluster,
+               const TrainingSetup &setup, const SearchResult &result,
+               size_t top, llvm::raw_ostream &os) {
+  llvm::json::Array plans;
+  size_t shown =
+      top == 0 ? result.fitting.size() : std::min(top, result.fitting.size());
+  for (size_t i = 0; i < shown; ++i)
+    plans.push_back(toJSON(result.fitting[i]));
+  llvm::json::Array tooLarge;
+  if (!result.tooLarge.empty())
+    tooLarge.push_back(toJSON(result.tooLarge.front()));
+  llvm::json::Object root{
+      {"model", llvm::json::Object{{"parameters", model.parameters},
+                                   {"layers", model.layers},
+                                   {"hidden", model.hidden},
+                                   {"heads", model.heads},
+                                   {"vocab", model.vocab},
+                                   {"seq", model.seq},
+                                   {"forward_flops_per_sequence",
+                                    model.forwardFlops / model.batch}}},
+      {"cluster", llvm::json::Object{{"name", cluster.name},
+                                     {"nodes", cluster.nodes},
+                                     {"gpus_per_node", cluster.gpusPerNode},
+                                     {"gpu", cluster.gpu.model}}},
+      {"global_batch", setup.globalBatch},
+      {"mixed_precision", setup.mixedPrecision},
+      {"evaluated", result.evaluated},
+      {"fitting", int64_t(result.fitting.size())},
+      {"plans", std::move(plans)},
+      {"smallest_too_large", std::move(tooLarge)}};
+  os << formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}
+
+std::string noPlanMessage(const SearchResult &result, const Cluster &cluster) {
+  if (!result.reasons.empty())
+    return result.reasons.front();
+  if (result.tooLarge.empty())
+    return "no plan satisfies the constraints";
+  const Prediction &smallest = result.tooLarge.front();
+  return formatv("no plan fits in memory: the smallest ({0}) needs {1:F1} GiB "
+                 "per GPU (weights {2:F1}, gradients {3:F1}, optimizer {4:F1}, "
+                 "activations {5:F1}) and a {6} has {7:F1} GiB usable",
+                 smallest.plan.str(), gib(smallest.memory.total()),
+                 gib(smallest.memory.weights), gib(smallest.memory.gradients),
+                 gib(smallest.memory.optimizer),
+                 gib(smallest.memory.activations), cluster.gpu.model,
+                 gib(smallest.memoryCapacity))
+      .str();
+}
+
+} // namespace weft::planner

@@ -1,0 +1,191 @@
+//===- weft-plan.cpp - Choose a parallel training plan --------------------===//
+//
+// weft-plan (model.onnx | model.mlir | --synthetic gpt:...) --cluster C
+//     [--nodes N] --global-batch B [--fix dp=..,tp=..] [--top K] [--json]
+//     [--explain]
+//
+// Profiles the model's training step from its IR for each tensor-parallel
+// degree, prices every plan of the 3D + ZeRO space on the cluster, and
+// prints the fastest that fit in memory. Errors are one line each, exit 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/InitAllDialects.h"
+#include "weft/Planner/Planner.h"
+#include "weft/Planner/Profile.h"
+#include "weft/Planner/Report.h"
+#include "weft/Target/ONNX/ImportONNX.h"
+#include "weft/Target/Synthetic/SyntheticModel.h"
+
+#include "weft/Dialect/Weft/Transforms/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace weft::planner;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("weft-plan options");
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("<model.onnx|model.mlir>"),
+                                      cl::cat(category));
+static cl::opt<std::string> synthetic(
+    "synthetic",
+    cl::desc("Plan for a model given by its shape (see weft-translate "
+             "--synthetic)"),
+    cl::value_desc("family:key=value,..."), cl::cat(category));
+static cl::list<std::string>
+    dims("dim", cl::desc("Bind a symbolic dimension of an ONNX model"),
+         cl::value_desc("name=value"), cl::cat(category));
+static cl::opt<std::string>
+    clusterName("cluster",
+                cl::desc("A preset (dgx-a100-80g, dgx-h100, h200, "
+                         "cpu-local) or a JSON/YAML cluster file"),
+                cl::value_desc("name|file"), cl::cat(category));
+static cl::opt<int64_t> nodes("nodes",
+                              cl::desc("Nodes of a preset cluster (default 1)"),
+                              cl::init(1), cl::cat(category));
+static cl::opt<int64_t>
+    globalBatch("global-batch",
+                cl::desc("Sequences per step (default: the model's batch)"),
+                cl::init(0), cl::cat(category));
+static cl::opt<std::string>
+    precision("precision",
+              cl::desc("mixed (bf16 with f32 master weights; default) or "
+                       "f32"),
+              cl::init("mixed"), cl::cat(category));
+static cl::opt<std::string>
+    fix("fix",
+        cl::desc("Pin choices instead of searching them: "
+                 "dp=8,tp=8,pp=16,mbs=1,m=12,schedule=1f1b,v=1,zero=1,"
+                 "recompute=full,sp=0"),
+        cl::value_desc("key=value,..."), cl::cat(category));
+static cl::opt<unsigned> top("top",
+                             cl::desc("Plans to print (default 5; 0: all)"),
+                             cl::init(5), cl::cat(category));
+static cl::opt<bool> json("json", cl::desc("Print the predictions as JSON"),
+                          cl::cat(category));
+static cl::opt<bool>
+    explainFlag("explain",
+                cl::desc("Say why the best plan of every other choice lost"),
+                cl::cat(category));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "Weft parallel training planner\n");
+  auto fail = [](const llvm::Twine &message) {
+    llvm::errs() << "weft-plan: error: " << message << "\n";
+    return 1;
+  };
+  auto started = std::chrono::steady_clock::now();
+  if (inputFile.empty() == synthetic.empty())
+    return fail("give a model file or --synthetic, not both or neither");
+  if (clusterName.empty())
+    return fail("--cluster is required (a preset or a cluster file)");
+  if (nodes < 1)
+    return fail("--nodes must be at least 1");
+  if (precision != "mixed" && precision != "f32")
+    return fail("--precision must be mixed or f32, not '" +
+                std::string(precision) + "'");
+  std::string error;
+  std::optional<Cluster> cluster =
+      Cluster::load(clusterName, int64_t(nodes), error);
+  if (!cluster)
+    return fail("--cluster: " + error);
+  std::optional<PlanConstraints> constraints =
+      PlanConstraints::parse(fix, error);
+  if (!constraints)
+    return fail("--fix: " + error);
+
+  mlir::DialectRegistry registry;
+  weft::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && diagnostics.empty())
+      diagnostics = diag.str();
+    return success();
+  });
+
+  OwningOpRef<ModuleOp> module;
+  int64_t modelLayers = 0;
+  if (!synthetic.empty()) {
+    std::optional<weft::SyntheticModelSpec> spec =
+        weft::SyntheticModelSpec::parse(synthetic, error);
+    if (!spec)
+      return fail("--synthetic: " + error);
+    // Layers repeat: two are profiled and the plan is for all of them.
+    modelLayers = spec->layers;
+    spec->layers = std::min<int64_t>(spec->layers, 2);
+    module = weft::buildSyntheticModel(*spec, &context);
+  } else if (llvm::StringRef(inputFile).ends_with(".mlir")) {
+    module = parseSourceFile<ModuleOp>(inputFile, &context);
+  } else {
+    weft::ONNXImportOptions options;
+    if (!options.bindDims(dims, error))
+      return fail(error);
+    module = weft::importONNXFile(inputFile, &context, options);
+    if (module) {
+      PassManager fuse(&context);
+      weft::buildFuseIdiomsPipeline(fuse);
+      if (failed(fuse.run(*module)))
+        module = nullptr;
+    }
+  }
+  if (!module)
+    return fail((synthetic.empty() ? inputFile : synthetic) + ": " +
+                diagnostics);
+
+  // Tensor parallelism inside a node, or over two at most; tp=1 is always
+  // profiled (it gives the model's own FLOPs).
+  std::vector<int64_t> degrees = {1};
+  if (constraints->tp && *constraints->tp > 1)
+    degrees.push_back(*constraints->tp);
+  for (int64_t tp = 2; !constraints->tp && tp <= 2 * cluster->gpusPerNode &&
+                       tp <= cluster->gpus();
+       tp *= 2)
+    if (cluster->gpus() % tp == 0)
+      degrees.push_back(tp);
+  std::optional<ModelProfile> model =
+      profileModel(*module, degrees, modelLayers, error);
+  if (!model)
+    return fail(error);
+
+  TrainingSetup setup;
+  setup.globalBatch = globalBatch ? int64_t(globalBatch) : model->batch;
+  setup.mixedPrecision = precision == "mixed";
+  Efficiency efficiency;
+  SearchResult result =
+      search(*model, *cluster, setup, *constraints, efficiency);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
+  if (json) {
+    printJSON(*model, *cluster, setup, result, top, llvm::outs());
+  } else {
+    printSummary(*model, *cluster, setup, llvm::outs());
+    for (const std::string &why : model->rejectedDegrees)
+      llvm::outs() << "not profiled: " << why << "\n";
+    llvm::outs() << llvm::formatv("planned in {0:F2} s: ", seconds);
+    printPlans(result, *cluster, top, llvm::outs());
+    if (explainFlag && !result.fitting.empty()) {
+      llvm::outs() << "why not:\n";
+      for (const std::string &line : explain(result, *cluster))
+        llvm::outs() << "  " << line << "\n";
+    }
+  }
+  if (result.fitting.empty())
+    return fail(noPlanMessage(result, *cluster));
+  return 0;
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Compare weft-plan's predictions with published GPT training runs.
+
+For every row of the CSV, weft-plan prices the published configuration
+(--fix with the row's dp, tp, pp, micro-batch size, schedule, recomputation
+and sequence parallelism) on a DGX A100 80 GB cluster of the row's size.
+The predicted step time is turned into TFLOP/s per GPU with the same
+formula the sources use (Narayanan et al. 2021, eq. 3), and compared with
+the published figure. Prints a markdown table and the median absolute
+error; exits 1 when that exceeds --max-median-error.
+"""
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import sys
+
+
+def eq3_flops(batch, seq, layers, hidden, vocab):
+    """Narayanan et al. 2021, eq. 3: FLOPs of a step with full recomputation."""
+    return (96 * batch * seq * layers * hidden * hidden *
+            (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--weft-plan", required=True)
+    parser.add_argument("--runs", required=True)
+    parser.add_argument("--max-median-error", type=float, default=15.0,
+                        help="percent")
+    args = parser.parse_args()
+
+    rows = [r for r in csv.reader(
+        line for line in open(args.runs) if not line.startswith("#"))]
+    errors = []
+    print("| source | params (B) | GPUs | tp | pp | dp | batch | mbs | "
+          "strategy | published | Weft | error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (source, params, layers, hidden, heads, vocab, gpus, tp, pp, batch,
+         mbs, schedule, v, zero, recompute, sp, metric, published) in rows:
+        layers, hidden, heads, vocab, gpus, tp, pp, batch, mbs, v = map(
+            int, (layers, hidden, heads, vocab, gpus, tp, pp, batch, mbs, v))
+        seq = 2048
+        dp = gpus // (tp * pp)
+        fix = (f"dp={dp},tp={tp},pp={pp},mbs={mbs},schedule={schedule},"
+               f"v={v},zero={zero},recompute={recompute},sp={sp}")
+        command = [args.weft_plan,
+                   f"--synthetic=gpt:layers={layers},hidden={hidden},"
+                   f"heads={heads},vocab={vocab},seq={seq}",
+                   "--cluster=dgx-a100-80g", f"--nodes={gpus // 8}",
+                   f"--global-batch={batch}", f"--fix={fix}", "--json",
+                   "--top=1"]
+        result = subprocess.run(command, capture_output=True, text=True)
+        prediction = json.loads(result.stdout)
+        plans = prediction["plans"] or prediction["smallest_too_large"]
+        if not plans:
+            sys.exit(f"{source} {params}B: weft-plan priced no plan: "
+                     f"{result.stderr.strip()}")
+        plan = plans[0]
+        published = float(published)
+        if metric == "tflops":
+            predicted = (eq3_flops(batch, seq, layers, hidden, vocab) /
+                         (gpus * plan["step_time"]) / 1e12)
+            error = 100 * (predicted - published) / published
+            shown = f"{published:g} TFLOP/s | {predicted:.1f} TFLOP/s"
+        else:
+            # The error of the throughput, as for the TFLOP/s rows.
+            predicted = plan["step_time"]
+            error = 100 * (published / predicted - 1)
+            shown = f"{published:g} s | {predicted:.2f} s"
+        errors.append(abs(error))
+        note = "" if plan["fits"] else " (predicted out of memory)"
+        strategy = (f"{schedule}{',v=' + str(v) if int(v) > 1 else ''}, "
+                    f"recompute={recompute}{', sp' if sp == '1' else ''}"
+                    f"{', zero=' + zero if zero != '0' else ''}")
+        print(f"| {source} | {params} | {gpus} | {tp} | {pp} | {dp} | "
+              f"{batch} | {mbs} | {strategy} | {shown}{note} | "
+              f"{error:+.1f}% |")
+    median = statistics.median(errors)
+    print(f"\nmedian absolute error: {median:.1f}% over {len(errors)} runs "
+          f"(limit {args.max_median_error:.0f}%)")
+    if median > args.max_median_error:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
