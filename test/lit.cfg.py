@@ -37,5 +37,6 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.weft_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["weft-opt", "weft-translate", "weft-eval", "weftc", "weft-run"], tool_dirs)
+    ["weft-opt", "weft-translate", "weft-eval", "weftc", "weft-run",
+     "weft-plan", "weft-calibrate"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

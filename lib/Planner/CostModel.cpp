@@ -3,13 +3,16 @@
 #include "weft/Planner/CostModel.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLParser.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace weft::planner {
 
@@ -133,10 +136,32 @@ std::optional<Cluster> Cluster::parseYAML(const std::string &text,
   return fromDescription(value, error);
 }
 
+std::string Cluster::cpuLocalPath() {
+  if (const char *path = std::getenv("WEFT_CPU_LOCAL"))
+    return path;
+  llvm::SmallString<128> path;
+  if (const char *cache = std::getenv("XDG_CACHE_HOME"))
+    path = cache;
+  else if (const char *home = std::getenv("HOME"))
+    llvm::sys::path::append(path, home, ".cache");
+  llvm::sys::path::append(path, "weft", "cpu-local.json");
+  return std::string(path);
+}
+
 std::optional<Cluster> Cluster::load(const std::string &nameOrPath,
                                      int64_t nodes, std::string &error) {
   if (std::optional<Cluster> preset = Cluster::preset(nameOrPath, nodes))
     return preset;
+  if (nameOrPath == "cpu-local") {
+    std::string path = cpuLocalPath();
+    if (!llvm::sys::fs::exists(path)) {
+      error = "the cpu-local cluster is measured, and " + path +
+              " does not exist yet: run `mpiexec -n <ranks> weft-calibrate` "
+              "(with the rank count you will train with)";
+      return std::nullopt;
+    }
+    return load(path, nodes, error);
+  }
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(nameOrPath);
   if (!file) {
@@ -227,6 +252,32 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   cluster.railOptimized = inter->getBoolean("rail_optimized").value_or(false);
   cluster.overlapGradientReduction =
       root->getBoolean("overlap_gradient_reduction").value_or(true);
+  double cores = 0, threads = 1;
+  number(*root, "cores_per_node", "", cores, false);
+  number(*root, "threads_per_rank", "", threads, false);
+  cluster.coresPerNode = int64_t(cores);
+  cluster.threadsPerRank = std::max<int64_t>(1, int64_t(threads));
+  double cacheMb = 0, cacheGb = 0, sendUs = 0;
+  number(*gpu, "cache_mb", "gpu.", cacheMb, false);
+  number(*gpu, "cache_bandwidth_gbps", "gpu.", cacheGb, false);
+  cluster.gpu.cacheBytes = cacheMb * 1e6;
+  cluster.gpu.cacheBandwidth = cacheGb * giga;
+  number(*root, "send_latency_us", "", sendUs, false);
+  cluster.sendLatency = sendUs * 1e-6;
+  double contendedUs = 0;
+  number(*root, "contended_latency_us", "", contendedUs, false);
+  cluster.contendedLatency = contendedUs * 1e-6;
+  double overheadUs = 0;
+  number(*gpu, "op_overhead_us", "gpu.", overheadUs, false);
+  cluster.gpu.opOverhead = overheadUs * 1e-6;
+  if (const llvm::json::Object *efficiency = root->getObject("efficiency")) {
+    number(*efficiency, "contraction", "efficiency.",
+           cluster.efficiency.contraction, false);
+    number(*efficiency, "memory", "efficiency.", cluster.efficiency.memory,
+           false);
+    number(*efficiency, "usable_memory", "efficiency.",
+           cluster.efficiency.usableMemory, false);
+  }
   cluster.nicBandwidth = linkGb * giga;
   cluster.interLatency = latencyUs * 1e-6;
   cluster.nodes = int64_t(nodes);

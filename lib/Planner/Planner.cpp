@@ -131,16 +131,20 @@ struct Pricer {
   double compute(const Work &work, double scale, double elementBytes) const {
     double peak =
         setup.mixedPrecision ? cluster.gpu.peakBf16 : cluster.gpu.peakFp32;
-    double bandwidth = cluster.gpu.memoryBandwidth * efficiency.memory;
-    double seconds = 0;
-    for (const OpWork &op : work.ops)
+    double seconds = cluster.gpu.opOverhead * double(work.ops.size());
+    for (const OpWork &op : work.ops) {
+      double bytes = op.elements * scale * elementBytes;
+      // An op whose data fits in the cache streams at the cache's speed.
+      double bandwidth =
+          (bytes <= cluster.gpu.cacheBytes ? cluster.gpu.cacheBandwidth
+                                           : cluster.gpu.memoryBandwidth) *
+          efficiency.memory;
       seconds += op.contraction
-                     ? rooflineTime(op.flops * scale,
-                                    op.elements * scale * elementBytes, peak,
-                                    bandwidth, efficiency.contraction)
-                     : rooflineTime(op.flops * scale,
-                                    op.elements * scale * elementBytes,
+                     ? rooflineTime(op.flops * scale, bytes, peak, bandwidth,
+                                    efficiency.contraction)
+                     : rooflineTime(op.flops * scale, bytes,
                                     cluster.gpu.peakFp32, bandwidth, 1.0);
+    }
     return seconds;
   }
 
@@ -192,11 +196,13 @@ struct Stage {
 
 } // namespace
 
-std::optional<Prediction> predict(const ModelProfile &model,
-                                  const Cluster &cluster,
-                                  const TrainingSetup &setup, const Plan &plan,
-                                  const Efficiency &efficiency,
-                                  std::string &error) {
+/// The prediction on `cluster` as described (its links' latencies as
+/// given).
+static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
+                                                const Cluster &cluster,
+                                                const TrainingSetup &setup,
+                                                const Plan &plan,
+                                                std::string &error) {
   const int64_t gpus = cluster.gpus();
   if (plan.dp * plan.tp * plan.pp != gpus) {
     error = formatv("dp·tp·pp = {0}·{1}·{2} is not the cluster's {3} GPUs",
@@ -240,6 +246,7 @@ std::optional<Prediction> predict(const ModelProfile &model,
     return std::nullopt;
   }
 
+  const Efficiency &efficiency = cluster.efficiency;
   Pricer price{cluster, setup, efficiency};
   const double scale = double(plan.microbatchSize) / model.batch;
   const double act = price.activationBytes();
@@ -320,11 +327,14 @@ std::optional<Prediction> predict(const ModelProfile &model,
                           : cluster.interNode();
   const double boundary = plan.microbatchSize * model.seq * model.hidden * act /
                           (plan.sequenceParallel ? plan.tp : 1);
+  Link sendLink = ppLink;
+  if (cluster.sendLatency > 0)
+    sendLink.latency = cluster.sendLatency;
   const double sendsPerMicrobatch =
       plan.pp == 1 ? 0
                    : 2 * v *
                          collectiveTime(Collective::SendRecv, Algorithm::Ring,
-                                        boundary, 2, ppLink);
+                                        boundary, 2, sendLink);
   for (const Stage &s : stages) {
     TimeBreakdown t;
     double perMicrobatch = s.compute + s.tensorParallel + sendsPerMicrobatch;
@@ -354,6 +364,19 @@ std::optional<Prediction> predict(const ModelProfile &model,
       double share = updated / profile->updateParameters;
       t.optimizer = price.compute(profile->update, share, 4) +
                     price.collectives(profile->update, 1, 4, plan.tp, tpLink);
+    }
+    // Ranks that share cores: the node runs `concurrency` ranks' threads at
+    // once, so its ranks' work takes at least their sum over that; a
+    // pipeline's idle ranks lend theirs to the busy ones.
+    if (cluster.coresPerNode > 0) {
+      double concurrency = double(cluster.coresPerNode) /
+                           std::max<int64_t>(1, cluster.threadsPerRank);
+      double ranksPerNode = double(cluster.gpusPerNode);
+      if (ranksPerNode > concurrency) {
+        double work = t.compute + t.optimizer;
+        double shared = ranksPerNode / concurrency * work;
+        t.coreSharing = std::max(0.0, shared - work - t.bubble);
+      }
     }
     MemoryBreakdown memory =
         modelState(s.parameters, bytes, plan.zero, plan.dp, 1, 1);
@@ -388,6 +411,37 @@ std::optional<Prediction> predict(const ModelProfile &model,
   return prediction;
 }
 
+std::optional<Prediction> predict(const ModelProfile &model,
+                                  const Cluster &cluster,
+                                  const TrainingSetup &setup, const Plan &plan,
+                                  std::string &error) {
+  // Ranks that share cores: a collective waits until its ranks run. Price
+  // it first as if every rank were busy (the contended latency), then at
+  // the share of the step the ranks are busy: MPI's collectives spin, but a
+  // pipeline's ranks sleep in its bubble and while they wait for a stage's
+  // sends, and leave the cores to the others.
+  double concurrency = double(cluster.coresPerNode) /
+                       std::max<int64_t>(1, cluster.threadsPerRank);
+  double ranks = double(cluster.gpusPerNode);
+  if (cluster.coresPerNode == 0 || cluster.contendedLatency <= 0 ||
+      ranks <= concurrency)
+    return predictOnLinks(model, cluster, setup, plan, error);
+  Cluster contended = cluster;
+  contended.intraNode.latency = cluster.contendedLatency;
+  std::optional<Prediction> busy =
+      predictOnLinks(model, contended, setup, plan, error);
+  if (!busy)
+    return busy;
+  const TimeBreakdown &t = busy->time;
+  double busyShare = 1 - (t.bubble + t.pipelineSends) / busy->stepTime();
+  double excess = std::clamp(
+      (ranks * busyShare - concurrency) / (ranks - concurrency), 0.0, 1.0);
+  Cluster shared = cluster;
+  shared.intraNode.latency +=
+      excess * (cluster.contendedLatency - cluster.intraNode.latency);
+  return predictOnLinks(model, shared, setup, plan, error);
+}
+
 static llvm::SmallVector<int64_t> divisorsOf(int64_t n) {
   llvm::SmallVector<int64_t> out;
   for (int64_t d = 1; d <= n; ++d)
@@ -398,8 +452,7 @@ static llvm::SmallVector<int64_t> divisorsOf(int64_t n) {
 
 SearchResult search(const ModelProfile &model, const Cluster &cluster,
                     const TrainingSetup &setup,
-                    const PlanConstraints &constraints,
-                    const Efficiency &efficiency) {
+                    const PlanConstraints &constraints) {
   SearchResult result;
   const int64_t gpus = cluster.gpus();
   auto allowed = [](const std::optional<int64_t> &fixed, int64_t value) {
@@ -446,7 +499,10 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
               continue;
             for (Recompute recompute :
                  {Recompute::None, Recompute::Selective, Recompute::Full}) {
-              if (constraints.recompute && *constraints.recompute != recompute)
+              if ((constraints.recompute &&
+                   *constraints.recompute != recompute) ||
+                  (recompute == Recompute::Selective &&
+                   !constraints.selectiveRecompute))
                 continue;
               for (bool sp : {false, true}) {
                 if ((sp && tp == 1) || (constraints.sequenceParallel &&
@@ -455,7 +511,7 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
                 Plan plan{dp, tp, pp, mbs, m, kind, v, zero, recompute, sp};
                 std::string error;
                 std::optional<Prediction> p =
-                    predict(model, cluster, setup, plan, efficiency, error);
+                    predict(model, cluster, setup, plan, error);
                 ++result.evaluated;
                 if (!p) {
                   if (firstError.empty())
@@ -470,13 +526,23 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
       }
     }
   }
+  // Equally fast: the one that holds less first.
   llvm::sort(result.fitting, [](const Prediction &a, const Prediction &b) {
-    return a.stepTime() < b.stepTime();
+    return std::make_pair(a.stepTime(), a.memory.total()) <
+           std::make_pair(b.stepTime(), b.memory.total());
   });
   llvm::sort(result.tooLarge, [](const Prediction &a, const Prediction &b) {
     return a.memory.total() < b.memory.total();
   });
-  if (!anyDegrees)
+  const TensorParallelProfile *fixedTp =
+      constraints.tp ? model.find(*constraints.tp, false) : nullptr;
+  if (!anyDegrees && constraints.tp && !fixedTp) {
+    std::string prefix = "tp=" + std::to_string(*constraints.tp) + ":";
+    for (const std::string &why : model.rejectedDegrees)
+      if (llvm::StringRef(why).starts_with(prefix))
+        result.reasons.push_back(why);
+  }
+  if (!anyDegrees && result.reasons.empty())
     result.reasons.push_back(
         formatv("no dp·tp·pp makes {0} GPUs with the constraints given (tp "
                 "must be a profiled degree, pp at most the {1} layers)",
@@ -521,6 +587,7 @@ std::string whyLost(const Prediction &loser, const Prediction &best) {
       {a.pipelineSends - b.pipelineSends, "pipeline sends"},
       {a.dataParallel - b.dataParallel, "gradient reduction"},
       {a.zeroGathers - b.zeroGathers, "ZeRO-3 gathers"},
+      {a.coreSharing - b.coreSharing, "ranks sharing cores"},
       {a.optimizer - b.optimizer, "optimizer"}};
   llvm::sort(deltas, [](auto &x, auto &y) { return x.first > y.first; });
   std::string out =
@@ -579,6 +646,38 @@ std::vector<std::string> explain(const SearchResult &result,
       {"sp", [](const Plan &p) {
          return std::string("sp=") + (p.sequenceParallel ? "1" : "0");
        }}};
+  // The placement first: what tensor parallelism across nodes, and no
+  // pipeline, would have cost.
+  auto fastestWhere = [&](auto predicate) -> const Prediction * {
+    for (const Prediction &p : result.fitting)
+      if (predicate(p.plan))
+        return &p;
+    return nullptr;
+  };
+  const Plan &plan = best.plan;
+  if (plan.tp > 1 && plan.tp <= cluster.gpusPerNode) {
+    if (const Prediction *across = fastestWhere(
+            [&](const Plan &p) { return p.tp > cluster.gpusPerNode; }))
+      lines.push_back(formatv("tensor parallelism stays inside a node "
+                              "(tp={0}, {1}): the best plan with tp across "
+                              "nodes (tp={2}, {3}) is {4}",
+                              plan.tp, "NVLink", across->plan.tp,
+                              cluster.interFabric, whyLost(*across, best))
+                          .str());
+  }
+  if (plan.pp > 1 && plan.tp * plan.dp >= cluster.gpusPerNode) {
+    std::string line =
+        formatv("the pipeline crosses nodes (pp={0}): its "
+                "sends cost {1:F3} s and its bubble {2:F3} s",
+                plan.pp, best.time.pipelineSends, best.time.bubble)
+            .str();
+    if (const Prediction *flat =
+            fastestWhere([](const Plan &p) { return p.pp == 1; }))
+      line += ", while the best plan without one is " + whyLost(*flat, best);
+    else
+      line += ", and no plan without one fits in memory";
+    lines.push_back(line);
+  }
   for (const Choice &choice : choices) {
     std::string chosen = choice.value(best.plan);
     // The first fitting plan of each other value is its fastest; the first

@@ -20,21 +20,6 @@ using namespace mlir;
 
 namespace weft::planner {
 
-void Work::add(const Work &other) {
-  ops.insert(ops.end(), other.ops.begin(), other.ops.end());
-  collectives.insert(collectives.end(), other.collectives.begin(),
-                     other.collectives.end());
-}
-
-void Work::scale(double factor) {
-  for (OpWork &op : ops) {
-    op.flops *= factor;
-    op.elements *= factor;
-  }
-  for (CollectiveWork &c : collectives)
-    c.elements *= factor;
-}
-
 const TensorParallelProfile *ModelProfile::find(int64_t tp,
                                                 bool sequenceParallel) const {
   for (const TensorParallelProfile &p : tensorParallel)
@@ -119,9 +104,13 @@ struct Reader {
   llvm::StringSet<> layerNames;
   llvm::DenseMap<Operation *, Part> partOf;
 
+  /// Layers repeat: the first one the forward pass meets stands for all
+  /// (averaging would spread one layer's collectives over many smaller
+  /// ones, each paying the latency).
   void read(func::FuncOp step) {
     std::string phase = "forward";
     bool seenLayerForward = false, seenLayerBackward = false;
+    std::optional<std::string> firstLayer;
     Work layerForward, layerBackward, layerAttention;
     step.walk([&](Operation *op) {
       if (auto tag = op->getAttrOfType<StringAttr>("weft.phase"))
@@ -144,10 +133,15 @@ struct Reader {
       }
       partOf[op] = part;
       bool forward = phase == "forward";
+      if (part == Part::Layer && !firstLayer)
+        firstLayer = *layer;
+      Work scratch;
       Work *into = nullptr;
       switch (part) {
       case Part::Layer:
-        into = forward ? &layerForward : &layerBackward;
+        into = *layer != *firstLayer ? &scratch
+               : forward             ? &layerForward
+                                     : &layerBackward;
         break;
       case Part::Pre:
         into = forward ? &profile.preForward : &profile.preBackward;
@@ -164,12 +158,10 @@ struct Reader {
         return;
       }
       into->ops.push_back(workOf(op));
-      if (part == Part::Layer && forward && isa<AttentionOp>(op))
+      if (into == &layerForward && isa<AttentionOp>(op))
         layerAttention.ops.push_back(workOf(op));
     });
     double perLayer = layerNames.empty() ? 0 : 1.0 / layerNames.size();
-    for (Work *w : {&layerForward, &layerBackward, &layerAttention})
-      w->scale(perLayer);
     profile.layerForward = std::move(layerForward);
     profile.layerBackward = std::move(layerBackward);
     profile.layerAttention = std::move(layerAttention);
@@ -291,6 +283,8 @@ std::optional<ModelProfile> profileModel(ModuleOp module,
         spmd.addPass(createWeftShardPresets(presets));
         spmd.addPass(createWeftPropagateSharding());
         spmd.addPass(createWeftPartition());
+        // As weftc compiles it: small collectives travel in buckets.
+        spmd.addPass(createWeftBucketCollectives());
         if (failed(spmd.run(*copy))) {
           model.rejectedDegrees.push_back(
               "tp=" + std::to_string(tp) +

@@ -5,27 +5,39 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
+#include <cstdio>
+
 namespace weft::planner {
 
 using llvm::formatv;
 
 static double gib(double bytes) { return bytes / double(1ull << 30); }
 
+/// Three significant digits: 0.0113, 163, 2.5e+04.
+static std::string sig(double value) {
+  char text[32];
+  snprintf(text, sizeof(text), "%.3g", value);
+  return text;
+}
+
+static std::string count(double n) {
+  return n >= 1e9 ? sig(n / 1e9) + "B" : sig(n / 1e6) + "M";
+}
+
 void printSummary(const ModelProfile &model, const Cluster &cluster,
                   const TrainingSetup &setup, llvm::raw_ostream &os) {
-  os << formatv("model: {0:F2}B parameters, {1} layers, hidden {2}, {3} "
-                "heads, vocab {4}, seq {5}; global batch {6}, {7}\n",
-                model.parameters / 1e9, model.layers, model.hidden, model.heads,
-                model.vocab, model.seq, setup.globalBatch,
+  os << formatv("model: {0} parameters, {1} layers, hidden {2}, {3} heads, "
+                "vocab {4}, seq {5}; global batch {6}, {7}\n",
+                count(model.parameters), model.layers, model.hidden,
+                model.heads, model.vocab, model.seq, setup.globalBatch,
                 setup.mixedPrecision ? "mixed precision (bf16)" : "f32");
-  os << formatv(
-      "cluster: {0}: {1} node(s) x {2} {3} ({4:F0} GiB, {5:F0} "
-      "TFLOP/s), {6} between nodes\n",
-      cluster.name, cluster.nodes, cluster.gpusPerNode, cluster.gpu.model,
-      gib(cluster.gpu.memoryBytes),
-      (setup.mixedPrecision ? cluster.gpu.peakBf16 : cluster.gpu.peakFp32) /
-          1e12,
-      cluster.interFabric);
+  double peak =
+      setup.mixedPrecision ? cluster.gpu.peakBf16 : cluster.gpu.peakFp32;
+  os << formatv("cluster: {0}: {1} node(s) x {2} {3} ({4} GiB, {5} TFLOP/s), "
+                "{6} between nodes\n",
+                cluster.name, cluster.nodes, cluster.gpusPerNode,
+                cluster.gpu.model, sig(gib(cluster.gpu.memoryBytes)),
+                sig(peak / 1e12), cluster.interFabric);
 }
 
 void printPlans(const SearchResult &result, const Cluster &cluster, size_t top,
@@ -37,10 +49,10 @@ void printPlans(const SearchResult &result, const Cluster &cluster, size_t top,
   os << "  #   step (s)    tokens/s  TFLOP/s/GPU   MFU  GiB/GPU  plan\n";
   for (size_t i = 0; i < shown; ++i) {
     const Prediction &p = result.fitting[i];
-    os << formatv(
-        "{0,3} {1,10:F3} {2,11:F0} {3,12:F1} {4,5:F1} {5,8:F1}  {6}\n", i + 1,
-        p.stepTime(), p.tokensPerSecond, p.modelTflopsPerGpu, 100 * p.mfu,
-        gib(p.memory.total()), p.plan.str());
+    os << formatv("{0,3} {1,10} {2,11:F0} {3,12} {4,5:F1} {5,8}  {6}\n", i + 1,
+                  sig(p.stepTime()), p.tokensPerSecond,
+                  sig(p.modelTflopsPerGpu), 100 * p.mfu,
+                  sig(gib(p.memory.total())), p.plan.str());
   }
   if (result.fitting.empty())
     return;
@@ -48,17 +60,21 @@ void printPlans(const SearchResult &result, const Cluster &cluster, size_t top,
   os << "best plan, placement: " << placement(best.plan, cluster) << "\n";
   const MemoryBreakdown &m = best.memory;
   const TimeBreakdown &t = best.time;
-  os << formatv("best plan, memory per GPU: weights {0:F2} GiB, gradients "
-                "{1:F2} GiB, optimizer {2:F2} GiB, activations {3:F2} GiB "
-                "(usable {4:F1} GiB)\n",
-                gib(m.weights), gib(m.gradients), gib(m.optimizer),
-                gib(m.activations), gib(best.memoryCapacity));
-  os << formatv("best plan, step time: compute {0:F3} s, bubble {1:F3} s, "
-                "tp collectives {2:F3} s, pipeline sends {3:F3} s, gradient "
-                "reduction {4:F3} s, ZeRO-3 gathers {5:F3} s, optimizer "
-                "{6:F3} s\n",
-                t.compute, t.bubble, t.tensorParallel, t.pipelineSends,
-                t.dataParallel, t.zeroGathers, t.optimizer);
+  os << formatv("best plan, memory per GPU: weights {0} GiB, gradients {1} "
+                "GiB, optimizer {2} GiB, activations {3} GiB (usable {4} "
+                "GiB)\n",
+                sig(gib(m.weights)), sig(gib(m.gradients)),
+                sig(gib(m.optimizer)), sig(gib(m.activations)),
+                sig(gib(best.memoryCapacity)));
+  os << formatv("best plan, step time: compute {0} s, bubble {1} s, tp "
+                "collectives {2} s, pipeline sends {3} s, gradient reduction "
+                "{4} s, ZeRO-3 gathers {5} s, optimizer {6} s{7}\n",
+                sig(t.compute), sig(t.bubble), sig(t.tensorParallel),
+                sig(t.pipelineSends), sig(t.dataParallel), sig(t.zeroGathers),
+                sig(t.optimizer),
+                t.coreSharing > 0
+                    ? ", ranks sharing cores " + sig(t.coreSharing) + " s"
+                    : std::string());
 }
 
 static llvm::json::Object toJSON(const Prediction &p) {
@@ -73,6 +89,7 @@ static llvm::json::Object toJSON(const Prediction &p) {
                           {"pipeline_sends", p.time.pipelineSends},
                           {"data_parallel", p.time.dataParallel},
                           {"zero_gathers", p.time.zeroGathers},
+                          {"core_sharing", p.time.coreSharing},
                           {"optimizer", p.time.optimizer}};
   return llvm::json::Object{
       {"plan", plan.str()},

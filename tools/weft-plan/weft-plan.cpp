@@ -165,9 +165,7 @@ int main(int argc, char **argv) {
   TrainingSetup setup;
   setup.globalBatch = globalBatch ? int64_t(globalBatch) : model->batch;
   setup.mixedPrecision = precision == "mixed";
-  Efficiency efficiency;
-  SearchResult result =
-      search(*model, *cluster, setup, *constraints, efficiency);
+  SearchResult result = search(*model, *cluster, setup, *constraints);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();

@@ -16,6 +16,8 @@
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
+#include "weft/Planner/Planner.h"
+#include "weft/Planner/Report.h"
 #include "weft/ShardLayout.h"
 #include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/ONNX/ImportONNX.h"
@@ -32,6 +34,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -145,6 +148,21 @@ static cl::opt<bool> printSchedule(
     "print-schedule",
     cl::desc("Print each pipeline rank's schedule (with --mesh pp=N) and stop"),
     cl::cat(category));
+static cl::opt<std::string> planOption(
+    "plan",
+    cl::desc("Choose the parallel plan of a training step: 'auto' searches "
+             "every plan for --cluster, 'dp=2,pp=2,...' pins some choices "
+             "and searches the rest (see weft-plan)"),
+    cl::value_desc("auto|key=value,..."), cl::cat(category));
+static cl::opt<std::string>
+    clusterOption("cluster",
+                  cl::desc("The cluster --plan plans for: a preset "
+                           "(cpu-local, dgx-a100-80g, ...) or a JSON/YAML "
+                           "file (default cpu-local)"),
+                  cl::init("cpu-local"), cl::cat(category));
+static cl::opt<int64_t>
+    clusterNodes("nodes", cl::desc("Nodes of a preset --cluster (default 1)"),
+                 cl::init(1), cl::cat(category));
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipelines"),
                                    cl::cat(category));
@@ -372,6 +390,100 @@ LogicalResult cutPipeline(ModuleOp module, int64_t ranks,
   return success();
 }
 
+/// Chooses the plan of --plan with the planner (the model profiled from
+/// its own training step) and sets the options that compile it.
+LogicalResult choosePlan() {
+  namespace planner = weft::planner;
+  std::string error;
+  auto failWith = [](const llvm::Twine &message) {
+    fail("--plan: " + message);
+    return failure();
+  };
+  std::optional<planner::Cluster> cluster =
+      planner::Cluster::load(clusterOption, clusterNodes, error);
+  if (!cluster)
+    return failWith("--cluster: " + error);
+  std::optional<planner::PlanConstraints> constraints =
+      planOption == "auto" ? planner::PlanConstraints()
+                           : planner::PlanConstraints::parse(planOption, error);
+  if (!constraints)
+    return failWith(error);
+  constraints->selectiveRecompute = false;
+
+  DialectRegistry registry;
+  weft::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && diagnostics.empty())
+      diagnostics = diag.str();
+    return success();
+  });
+  OwningOpRef<ModuleOp> module;
+  if (StringRef(inputFile).ends_with(".mlir")) {
+    module = parseSourceFile<ModuleOp>(inputFile, &context);
+  } else {
+    weft::ONNXImportOptions options;
+    if (!options.bindDims(dims, error))
+      return failWith(error);
+    module = weft::importONNXFile(inputFile, &context, options);
+  }
+  PassManager fuse(&context);
+  weft::buildFuseIdiomsPipeline(fuse);
+  if (!module || failed(fuse.run(*module)))
+    return failWith(inputFile + ": " + diagnostics);
+  std::vector<int64_t> degrees;
+  for (int64_t tp = 1; tp <= cluster->gpus(); tp *= 2)
+    if (cluster->gpus() % tp == 0)
+      degrees.push_back(tp);
+  std::optional<planner::ModelProfile> model =
+      planner::profileModel(*module, degrees, 0, error);
+  if (!model)
+    return failWith(error);
+  planner::TrainingSetup setup;
+  setup.globalBatch = model->batch;
+  setup.mixedPrecision = precision == "bf16";
+  planner::SearchResult result =
+      planner::search(*model, *cluster, setup, *constraints);
+  if (result.fitting.empty())
+    return failWith(planner::noPlanMessage(result, *cluster));
+  const planner::Prediction &best = result.fitting.front();
+  const planner::Plan &plan = best.plan;
+  llvm::errs() << llvm::formatv(
+      "weftc: plan for {0} ({1} ranks): {2}; predicted step {3:F3} s, "
+      "{4:F2} GiB per rank\n",
+      cluster->name, cluster->gpus(), plan.str(), best.stepTime(),
+      best.memory.total() / double(1ull << 30));
+
+  std::string mesh;
+  auto axis = [&](const char *name, int64_t size) {
+    if (size > 1)
+      mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" +
+              std::to_string(size);
+  };
+  axis("pp", plan.pp);
+  axis("dp", plan.dp);
+  axis("tp", plan.tp);
+  meshOption = mesh;
+  parallel.clear();
+  if (plan.dp > 1)
+    parallel.push_back("dp");
+  if (plan.tp > 1)
+    parallel.push_back("megatron");
+  sequenceParallel = plan.sequenceParallel;
+  zeroStage = unsigned(plan.zero);
+  recompute = plan.recompute == planner::Recompute::Full ? "full" : "none";
+  if (plan.pp > 1) {
+    microbatches = plan.microbatches;
+    pipelineSchedule = weft::pipeline::scheduleName(plan.schedule);
+    virtualStages = plan.virtualStages;
+  } else {
+    gradAccum = plan.microbatches;
+  }
+  return success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   weft::registerAllPasses();
@@ -379,6 +491,18 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "Weft compiler\n");
   if (optLevel > 3)
     return fail("-O takes 0 to 3");
+  if (!planOption.empty()) {
+    if (!trainFlag && program != Program::Train)
+      return fail("--plan chooses how a training step runs: add --train");
+    if (!meshOption.empty() || !parallel.empty() || sequenceParallel ||
+        zeroStage || gradAccum != 1 || microbatches != 1 ||
+        virtualStages != 1 || recompute != "none")
+      return fail("--plan chooses the mesh, strategies, ZeRO stage, "
+                  "micro-batches, schedule and recomputation: pin a choice "
+                  "in --plan instead (--plan=dp=2,zero=1)");
+    if (failed(choosePlan()))
+      return 1;
+  }
   if (outputFile.empty())
     outputFile = defaultOutput();
   std::optional<int64_t> pipelineStages;

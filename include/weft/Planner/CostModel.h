@@ -38,6 +38,19 @@ struct Gpu {
   double peakBf16 = 0, peakFp16 = 0, peakFp32 = 0; // FLOP/s (dense)
   double memoryBytes = 0;
   double memoryBandwidth = 0; // bytes per second
+  /// Seconds each op costs beyond its roofline (a CPU backend's loop and
+  /// thread start-up); 0 on GPUs, whose launches overlap the kernels.
+  double opOverhead = 0;
+  /// A cache an op's data may fit in (0: none modelled), and its bandwidth.
+  double cacheBytes = 0, cacheBandwidth = 0;
+};
+
+/// Which fraction of a peak work reaches: constants of the cost model, 1 for
+/// a cluster whose peaks were measured (cpu-local).
+struct Efficiency {
+  double contraction = 0.75; // large GEMMs and fused attention
+  double memory = 0.7;       // elementwise work against memory bandwidth
+  double usableMemory = 0.9; // the rest: allocator and workspace
 };
 
 struct Cluster {
@@ -61,6 +74,18 @@ struct Cluster {
   /// micro-batch's backward pass computes (NCCL on its own stream); Weft's
   /// MPI runtime reduces after the backward pass.
   bool overlapGradientReduction = true;
+  /// CPU ranks share the node's cores (0: each rank owns its device), each
+  /// running `threadsPerRank` threads.
+  int64_t coresPerNode = 0;
+  int64_t threadsPerRank = 1;
+  /// The latency of one send between pipeline stages when it differs from
+  /// a collective step's (0: the link's).
+  double sendLatency = 0;
+  /// With more busy ranks than cores, a collective step's latency when
+  /// every rank is busy (the intra-node latency is a pair's, the others
+  /// idle); 0: no such effect.
+  double contendedLatency = 0;
+  Efficiency efficiency;
 
   int64_t gpus() const { return nodes * gpusPerNode; }
   /// What one GPU's traffic to other nodes gets: its share of the node's
@@ -75,7 +100,11 @@ struct Cluster {
   /// The same description in YAML.
   static std::optional<Cluster> parseYAML(const std::string &text,
                                           std::string &error);
-  /// A preset by name, else a description file (.json, else YAML).
+  /// Where `cpu-local`'s measured description lives: $WEFT_CPU_LOCAL, else
+  /// $XDG_CACHE_HOME (or ~/.cache)/weft/cpu-local.json.
+  static std::string cpuLocalPath();
+  /// A preset by name (`cpu-local`: the file weft-calibrate wrote), else a
+  /// description file (.json, else YAML).
   static std::optional<Cluster> load(const std::string &nameOrPath,
                                      int64_t nodes, std::string &error);
 

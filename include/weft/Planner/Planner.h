@@ -42,6 +42,10 @@ struct PlanConstraints {
   std::optional<pipeline::ScheduleKind> schedule;
   std::optional<Recompute> recompute;
   std::optional<bool> sequenceParallel;
+  /// Whether the backend offers selective recomputation as the cost model
+  /// prices it (the attention cores, Korthikanti et al.); Weft's CPU
+  /// backend recomputes elementwise work instead, so weftc leaves it out.
+  bool selectiveRecompute = true;
   /// "dp=8,tp=8,pp=16,mbs=1,m=32,schedule=interleaved,v=2,zero=1,
   /// recompute=selective,sp=1"; `error` names a bad key or value.
   static std::optional<PlanConstraints> parse(const std::string &text,
@@ -65,10 +69,11 @@ struct TimeBreakdown {
   double pipelineSends = 0;  // activations and gradients between stages
   double dataParallel = 0;   // gradient reduction not hidden by backward
   double zeroGathers = 0;    // ZeRO-3's parameter gathers
+  double coreSharing = 0;    // ranks waiting for cores they share
   double optimizer = 0;
   double total() const {
     return compute + bubble + tensorParallel + pipelineSends + dataParallel +
-           zeroGathers + optimizer;
+           zeroGathers + coreSharing + optimizer;
   }
 };
 
@@ -86,20 +91,12 @@ struct Prediction {
   double stepTime() const { return time.total(); }
 };
 
-/// Cost-model constants: which fraction of a peak work reaches.
-struct Efficiency {
-  double contraction = 0.75; // large GEMMs and fused attention
-  double memory = 0.7;       // elementwise work against HBM bandwidth
-  double usableMemory = 0.9; // the rest: allocator and workspace
-};
-
 /// Prices `plan`; std::nullopt with `error` when it is not a valid plan for
 /// the model and cluster (degrees that do not multiply to the GPU count, a
 /// batch that does not divide, a tp degree the model cannot be split by).
 std::optional<Prediction> predict(const ModelProfile &model,
                                   const Cluster &cluster,
                                   const TrainingSetup &setup, const Plan &plan,
-                                  const Efficiency &efficiency,
                                   std::string &error);
 
 struct SearchResult {
@@ -112,8 +109,7 @@ struct SearchResult {
 
 SearchResult search(const ModelProfile &model, const Cluster &cluster,
                     const TrainingSetup &setup,
-                    const PlanConstraints &constraints,
-                    const Efficiency &efficiency);
+                    const PlanConstraints &constraints);
 
 /// Where each degree's ranks lie: "tp=8 inside a node, dp=16 across nodes,
 /// pp=8 across nodes" (tp innermost, then dp, then pp).

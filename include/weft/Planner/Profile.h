@@ -39,15 +39,13 @@ struct CollectiveWork {
 struct Work {
   std::vector<OpWork> ops;
   std::vector<CollectiveWork> collectives;
-  void add(const Work &other);
-  void scale(double factor);
 };
 
 /// One tensor-parallel degree (with or without sequence parallelism).
 struct TensorParallelProfile {
   int64_t tp = 1;
   bool sequenceParallel = false;
-  /// Per layer (the IR's layers averaged): forward, backward, and the
+  /// Of one layer (the first; layers repeat): forward, backward, and the
   /// attention cores' forward (what selective recomputation repeats).
   Work layerForward, layerBackward, layerAttention;
   /// Outside the layers: before the first (the embedding) and after the

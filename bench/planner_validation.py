@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Predicted against measured step times of parallel plans on this machine.
+
+Calibrates the `cpu-local` cluster for the rank count (weft-calibrate under
+mpiexec), then for every plan: weft-plan --fix predicts its step time,
+weftc --train --plan=<the same plan> compiles it, weft-run trains 30 steps
+on the bundled corpus twice, and the lower of the two median step times
+after 4 warm-up steps is the measurement. Prints both per plan, their ratio, the median error and
+Spearman's rank correlation; exits 1 when the correlation is under
+--min-spearman.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+# dp/tp/pp mixes on 4 ranks (micro-batch count m: batch 8 / dp / mbs).
+PLANS = [
+    "dp=4,tp=1,pp=1,mbs=2,m=1,zero=0",
+    "dp=4,tp=1,pp=1,mbs=2,m=1,zero=1",
+    "dp=4,tp=1,pp=1,mbs=1,m=2,zero=0",
+    "dp=2,tp=2,pp=1,mbs=4,m=1,zero=0",
+    "dp=1,tp=4,pp=1,mbs=8,m=1,zero=0",
+    "dp=2,tp=1,pp=2,mbs=1,m=4,schedule=1f1b,v=1,zero=0",
+    "dp=2,tp=1,pp=2,mbs=1,m=4,schedule=gpipe,v=1,zero=0",
+    "dp=1,tp=2,pp=2,mbs=2,m=4,schedule=1f1b,v=1,zero=0",
+    "dp=1,tp=1,pp=4,mbs=2,m=4,schedule=1f1b,v=1,zero=0",
+    "dp=1,tp=1,pp=4,mbs=1,m=8,schedule=gpipe,v=1,zero=0",
+]
+
+
+def ranks_of(values):
+    """Ranks 1..n, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(x, y):
+    rx, ry = ranks_of(x), ranks_of(y)
+    mx, my = statistics.mean(rx), statistics.mean(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    return cov / (sum((a - mx) ** 2 for a in rx) *
+                  sum((b - my) ** 2 for b in ry)) ** 0.5
+
+
+def run(command, **kwargs):
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"failed: {' '.join(command)}\n{result.stderr.strip()}")
+    return result.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--launches", type=int, default=2)
+    parser.add_argument("--min-spearman", type=float, default=0.8)
+    args = parser.parse_args()
+    bin_dir = os.path.join(args.build, "bin")
+    work = tempfile.mkdtemp(prefix="weft-planner-")
+    env = dict(os.environ, WEFT_CPU_LOCAL=os.path.join(work, "cpu-local.json"))
+    print(run(["mpiexec", "-n", str(args.ranks),
+               os.path.join(bin_dir, "weft-calibrate")], env=env).strip())
+
+    model = os.path.join(work, "gpt.onnx")
+    run([sys.executable, "utils/gen_gpt2.py", "--layers", "4", "--hidden",
+         "128", "--heads", "4", "--vocab", "256", "--seq", "64", "--batch",
+         "8", "-o", model])
+    batch, seq = 8, 64
+    rows = []
+    for plan in PLANS:
+        full = plan + ",recompute=none,sp=0"
+        if "schedule" not in full:
+            full += ",schedule=1f1b,v=1"
+        prediction = json.loads(run(
+            [os.path.join(bin_dir, "weft-plan"), model, "--cluster",
+             "cpu-local", "--precision", "f32", "--fix", full, "--json",
+             "--top", "1"], env=env))
+        plans = prediction["plans"]
+        if not plans:
+            sys.exit(f"{plan}: weft-plan found no fitting plan")
+        predicted = plans[0]["step_time"]
+        exe = os.path.join(work, "plan")
+        run([os.path.join(bin_dir, "weftc"), model, "--train",
+             f"--plan={full}", "--cluster=cpu-local", "-o", exe], env=env)
+        # Two launches; the faster median is the one less disturbed by the
+        # rest of the machine.
+        medians = []
+        for launch in range(args.launches):
+            log = os.path.join(work, f"train{launch}.jsonl")
+            run([os.path.join(bin_dir, "weft-run"), "-n", str(args.ranks),
+                 exe, "--data", "data/tinyshakespeare.tokens", "--steps",
+                 str(args.steps), "--print-every", str(args.steps), "--log",
+                 log], env=env)
+            steps = [json.loads(line) for line in open(log)]
+            medians.append(statistics.median(
+                batch * seq / s["tokens_per_s"] for s in steps[4:]))
+        measured = min(medians)
+        rows.append((plan, predicted, measured))
+        print(f"{plan:55s} predicted {predicted * 1e3:8.1f} ms  measured "
+              f"{measured * 1e3:8.1f} ms  measured/predicted "
+              f"{measured / predicted:5.2f}", flush=True)
+    predicted = [r[1] for r in rows]
+    measured = [r[2] for r in rows]
+    errors = [abs(p - m) / m * 100 for _, p, m in rows]
+    rho = spearman(predicted, measured)
+    print(f"\n{len(rows)} plans on {args.ranks} ranks: Spearman rank "
+          f"correlation {rho:.2f} (at least {args.min_spearman}), median "
+          f"error {statistics.median(errors):.0f}%")
+    if rho < args.min_spearman:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

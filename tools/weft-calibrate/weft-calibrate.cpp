@@ -1,0 +1,313 @@
+//===- weft-calibrate.cpp - Measure this machine for the planner ----------===//
+//
+// mpiexec -n R weft-calibrate [-o FILE]
+//
+// Describes this machine as the planner's `cpu-local` cluster of R ranks,
+// each with the threads a weftc executable gives it. One rank alone
+// measures the f32 GEMM rate, the memory
+// bandwidth of a streaming add, the cost of one small parallel op, and MPI's
+// latency (α) and bandwidth (β) fitted to all-reduces over every rank (the
+// planner divides the cores among ranks that compute at once). Writes
+// the JSON description (default $WEFT_CPU_LOCAL or ~/.cache/weft/
+// cpu-local.json) that `--cluster cpu-local` reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cblas.h>
+#include <mpi.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int threads);
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Runs `work` until `seconds` have passed (at least twice); seconds per run.
+template <typename F> double timePerRun(F work, double seconds) {
+  work(); // warm up
+  int runs = 0;
+  double start = now(), elapsed = 0;
+  do {
+    work();
+    ++runs;
+    elapsed = now() - start;
+  } while (elapsed < seconds || runs < 2);
+  return elapsed / runs;
+}
+
+/// A measurement rank 0 makes while the others sleep: what one rank gets
+/// alone, with its threads. The planner divides the cores among ranks
+/// that work at once itself.
+template <typename F> double alone(int rank, F measure) {
+  double value = rank == 0 ? measure() : 0;
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  for (int done = 0; !done;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (!done)
+      usleep(1000);
+  }
+  MPI_Bcast(&value, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return value;
+}
+
+/// Seconds of one all-reduce of `bytes` over every rank: collectives are
+/// what the ranks of a plan wait on, and on ranks that share cores they
+/// cost what the scheduler makes them cost, which a ping-pong between two
+/// ranks does not see.
+double allReduceTime(MPI_Comm comm, size_t bytes, int rounds) {
+  std::vector<float> in(std::max<size_t>(bytes / 4, 1), 1.0f), out(in.size());
+  MPI_Barrier(comm);
+  double start = now();
+  for (int i = 0; i < rounds; ++i)
+    MPI_Allreduce(in.data(), out.data(), int(in.size()), MPI_FLOAT, MPI_SUM,
+                  comm);
+  double seconds = (now() - start) / rounds;
+  double worst;
+  MPI_Allreduce(&seconds, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return worst;
+}
+
+std::string defaultOutput() {
+  if (const char *path = std::getenv("WEFT_CPU_LOCAL"))
+    return path;
+  std::string dir;
+  if (const char *cache = std::getenv("XDG_CACHE_HOME"))
+    dir = cache;
+  else if (const char *home = std::getenv("HOME"))
+    dir = std::string(home) + "/.cache";
+  else
+    dir = ".";
+  mkdir(dir.c_str(), 0755);
+  dir += "/weft";
+  mkdir(dir.c_str(), 0755);
+  return dir + "/cpu-local.json";
+}
+
+std::string cpuModel() {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(info, line))
+    if (line.rfind("model name", 0) == 0)
+      return line.substr(line.find(':') + 2);
+  return "CPU";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  std::string output;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+      output = argv[++i];
+    } else {
+      if (rank == 0)
+        fprintf(stderr,
+                "weft-calibrate: error: unknown argument '%s' "
+                "(usage: mpiexec -n R weft-calibrate [-o FILE])\n",
+                argv[i]);
+      MPI_Finalize();
+      return 1;
+    }
+  }
+  if (output.empty())
+    output = defaultOutput();
+
+  // The threads a rank of a weftc executable uses (see RunnerMain.cpp).
+  int cores = int(std::thread::hardware_concurrency());
+  int threads = std::max(1, cores / ranks);
+  openblas_set_num_threads(threads);
+  omp_set_num_threads(threads);
+
+  // GEMM: the best of a few shapes a transformer has.
+  double gemmRate = alone(rank, [&] {
+    double best = 0;
+    for (auto [m, n, k] :
+         {std::array<int, 3>{512, 512, 512}, std::array<int, 3>{512, 512, 128},
+          std::array<int, 3>{1024, 1024, 1024}}) {
+      std::vector<float> a(size_t(m) * k, 1.0f), b(size_t(k) * n, 0.5f),
+          c(size_t(m) * n);
+      double seconds = timePerRun(
+          [&] {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k,
+                        1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+          },
+          0.3);
+      best = std::max(best, 2.0 * m * n * k / seconds);
+    }
+    return best;
+  });
+
+  // Memory bandwidth: z = x + y over arrays larger than the caches.
+  const size_t elements = size_t(16) << 20;
+  std::vector<float> x(elements, 1.0f), y(elements, 2.0f), z(elements);
+  double bandwidth = alone(rank, [&] {
+    double seconds = timePerRun(
+        [&] {
+#pragma omp parallel for
+          for (size_t i = 0; i < elements; ++i)
+            z[i] = x[i] + y[i];
+        },
+        0.5);
+    return 3.0 * 4 * elements / seconds;
+  });
+
+  // The same add over arrays that fit in half of a core's L2 cache.
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 <= 0)
+    l2 = 1 << 20;
+  const size_t cached = size_t(l2) / 2 / 12;
+  double cacheBandwidth = alone(rank, [&] {
+    double seconds = timePerRun(
+        [&] {
+          for (int repeat = 0; repeat < 100; ++repeat) {
+#pragma omp parallel for
+            for (size_t i = 0; i < cached; ++i)
+              z[i] = x[i] + y[i];
+          }
+        },
+        0.3);
+    return 100 * 3.0 * 4 * cached / seconds;
+  });
+
+  // One small op: a parallel loop over a few thousand elements.
+  const size_t small = 4096;
+  double overhead = alone(rank, [&] {
+    double seconds = timePerRun(
+        [&] {
+          for (int repeat = 0; repeat < 100; ++repeat) {
+#pragma omp parallel for
+            for (size_t i = 0; i < small; ++i)
+              z[i] = x[i] * y[i];
+          }
+        },
+        0.3);
+    return std::max(0.0, seconds / 100 - 3.0 * 4 * small / bandwidth);
+  });
+
+  // A send between pipeline stages, received as the runtime receives
+  // (MPI_Irecv polled, sleeping in between): half a ping-pong between rank
+  // pairs, all pairs at once.
+  double sendLatency = 0;
+  if (ranks > 1) {
+    int peer = rank ^ 1;
+    char byte = 0;
+    const int rounds = 100;
+    auto receive = [&] {
+      MPI_Request request;
+      MPI_Irecv(&byte, 1, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &request);
+      for (int done = 0; !done;) {
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        if (!done)
+          usleep(50);
+      }
+    };
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = now();
+    for (int i = 0; peer < ranks && i < rounds; ++i) {
+      if (rank % 2 == 0) {
+        MPI_Send(&byte, 1, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+        receive();
+      } else {
+        receive();
+        MPI_Send(&byte, 1, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+      }
+    }
+    double oneWay = peer < ranks ? (now() - start) / (2.0 * rounds) : 0;
+    MPI_Allreduce(&oneWay, &sendLatency, 1, MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
+  }
+
+  // MPI: α and β fitted to the ring all-reduce the planner prices,
+  // 2(n-1) α + 2(n-1)/n S/β, from a 4-byte and an 8 MiB all-reduce over
+  // every rank (all busy), and α of a pair while the others sleep.
+  double alpha = 0, beta = 1e12, pairAlpha = 0;
+  if (ranks > 1) {
+    double n = ranks, bytes = double(size_t(8) << 20);
+    double small = allReduceTime(MPI_COMM_WORLD, 4, 300);
+    double large = allReduceTime(MPI_COMM_WORLD, size_t(bytes), 5);
+    alpha = small / (2 * (n - 1));
+    beta = 2 * (n - 1) / n * bytes / std::max(1e-9, large - small);
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+    if (rank < 2) {
+      pairAlpha = allReduceTime(pair, 4, 300) / 2;
+      MPI_Comm_free(&pair);
+    }
+    // Ranks 2.. wait without spinning while the pair measures.
+    MPI_Request request;
+    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    for (int done = 0; !done;) {
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (!done)
+        usleep(1000);
+    }
+    MPI_Bcast(&pairAlpha, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  }
+
+  if (rank == 0) {
+    long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+    double memoryGb = double(pages) * pageSize / ranks / 1e9;
+    FILE *out = fopen(output.c_str(), "w");
+    if (!out) {
+      fprintf(stderr, "weft-calibrate: error: cannot write '%s'\n",
+              output.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    fprintf(out,
+            "{\"name\": \"cpu-local\", \"nodes\": 1, \"gpus_per_node\": %d,\n"
+            " \"cores_per_node\": %d, \"threads_per_rank\": %d,\n"
+            " \"gpu\": {\"model\": \"%s (%d thread(s) per rank)\",\n"
+            "         \"peak_bf16_tflops\": %.6g, \"peak_fp32_tflops\": %.6g,\n"
+            "         \"memory_gb\": %.4g, \"memory_bandwidth_gbps\": %.4g,\n"
+            "         \"op_overhead_us\": %.4g, \"cache_mb\": %.4g,\n"
+            "         \"cache_bandwidth_gbps\": %.4g},\n"
+            " \"send_latency_us\": %.4g, \"contended_latency_us\": %.4g,\n"
+            " \"intra_node\": {\"bandwidth_gbps\": %.4g, \"latency_us\": "
+            "%.4g},\n"
+            " \"inter_node\": {\"fabric\": \"infiniband\", \"nics_per_node\": "
+            "%d, \"nic_bandwidth_gbps\": %.4g, \"latency_us\": %.4g, "
+            "\"rail_optimized\": true},\n"
+            " \"overlap_gradient_reduction\": false,\n"
+            " \"efficiency\": {\"contraction\": 1, \"memory\": 1, "
+            "\"usable_memory\": 0.8}}\n",
+            ranks, cores, threads, cpuModel().c_str(), threads, gemmRate / 1e12,
+            gemmRate / 1e12, memoryGb, bandwidth / 1e9, overhead * 1e6,
+            l2 / 2 / 1e6, cacheBandwidth / 1e9, sendLatency * 1e6,
+            ranks > cores ? alpha * 1e6 : 0.0, beta / 1e9, pairAlpha * 1e6,
+            ranks, beta / 1e9, pairAlpha * 1e6);
+    fclose(out);
+    printf("weft-calibrate: %d rank(s) on %d core(s), %d thread(s) each: one "
+           "rank alone: GEMM %.1f GFLOP/s, memory %.1f GB/s (%.1f GB/s in "
+           "cache), op overhead %.1f us; send latency %.1f us; all-reduce "
+           "latency %.1f us (a pair), %.1f us (all ranks), bandwidth %.2f "
+           "GB/s per rank\nwrote %s\n",
+           ranks, cores, threads, gemmRate / 1e9, bandwidth / 1e9,
+           cacheBandwidth / 1e9, overhead * 1e6, sendLatency * 1e6,
+           pairAlpha * 1e6, alpha * 1e6, beta / 1e9, output.c_str());
+  }
+  MPI_Finalize();
+  return 0;
+}
