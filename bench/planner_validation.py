@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Predicted against measured step times of parallel plans on this machine.
 
-Calibrates the `cpu-local` cluster for the rank count (weft-calibrate under
-mpiexec), then for every plan: weft-plan --fix predicts its step time,
+Calibrates the `cpu-local` cluster for the rank count
+(utils/calibrate_cpu_local.py: weft-calibrate under mpiexec, then a
+one-rank reference step), then for every plan: weft-plan --fix predicts its step time,
 weftc --train --plan=<the same plan> compiles it, weft-run trains 30 steps
 on the bundled corpus twice, and the lower of the two median step times
 after 4 warm-up steps is the measurement. Prints both per plan, their ratio, the median error and
@@ -73,8 +74,8 @@ def main():
     bin_dir = os.path.join(args.build, "bin")
     work = tempfile.mkdtemp(prefix="weft-planner-")
     env = dict(os.environ, WEFT_CPU_LOCAL=os.path.join(work, "cpu-local.json"))
-    print(run(["mpiexec", "-n", str(args.ranks),
-               os.path.join(bin_dir, "weft-calibrate")], env=env).strip())
+    print(run([sys.executable, "utils/calibrate_cpu_local.py", "--ranks",
+               str(args.ranks), "--build", args.build], env=env).strip())
 
     model = os.path.join(work, "gpt.onnx")
     run([sys.executable, "utils/gen_gpt2.py", "--layers", "4", "--hidden",
