@@ -242,9 +242,15 @@ std::optional<ModelProfile> profileModel(ModuleOp module,
   auto tokens = dyn_cast<ShapedType>(forward.getArgument(0).getType());
   auto logits = dyn_cast<ShapedType>(forward.getResultTypes()[0]);
   if (!tokens || !logits || !tokens.hasStaticShape() ||
-      !logits.hasStaticShape() || tokens.getRank() != 2) {
-    error = "'main' must take token ids [batch, seq] and return logits of a "
-            "static shape";
+      !logits.hasStaticShape() || tokens.getRank() != 2 ||
+      !tokens.getElementType().isInteger()) {
+    std::string got;
+    llvm::raw_string_ostream os(got);
+    os << "its first input is " << forward.getArgument(0).getType()
+       << " and its first result " << forward.getResultTypes()[0];
+    error = "the planner plans language models, whose first input is token "
+            "ids [batch, seq] and first result the logits: " +
+            got;
     return std::nullopt;
   }
   if (model.heads == 0) {
