@@ -33,7 +33,7 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
       "buffer-results-to-out-params{modify-public-functions "
       "hoist-static-allocs},"
       "buffer-deallocation-pipeline,canonicalize,weft-plan-buffers,"
-      "weft-contractions-to-blas,"
+      "weft-contractions-to-blas,weft-strided-copies-to-loops,"
       // Parallel dims become OpenMP work-sharing loops; reductions stay
       // sequential inside them.
       "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel),"
