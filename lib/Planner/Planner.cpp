@@ -562,10 +562,8 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
 
 namespace {
 
-struct Choice {
-  const char *name;
-  std::string (*value)(const Plan &);
-};
+/// One choice of a plan, as the text of its value ("tp=8").
+using Choice = std::string (*)(const Plan &);
 
 std::string describe(const std::string &choice, const Plan &plan,
                      const Cluster &cluster) {
@@ -627,25 +625,22 @@ std::vector<std::string> explain(const SearchResult &result,
     return lines;
   const Prediction &best = result.fitting.front();
   const Choice choices[] = {
-      {"tp", [](const Plan &p) { return "tp=" + std::to_string(p.tp); }},
-      {"pp", [](const Plan &p) { return "pp=" + std::to_string(p.pp); }},
-      {"dp", [](const Plan &p) { return "dp=" + std::to_string(p.dp); }},
-      {"mbs",
-       [](const Plan &p) { return "mbs=" + std::to_string(p.microbatchSize); }},
-      {"schedule",
-       [](const Plan &p) {
-         return std::string("schedule=") + pipeline::scheduleName(p.schedule) +
-                (p.virtualStages > 1 ? ",v=" + std::to_string(p.virtualStages)
-                                     : "");
-       }},
-      {"zero", [](const Plan &p) { return "zero=" + std::to_string(p.zero); }},
-      {"recompute",
-       [](const Plan &p) {
-         return std::string("recompute=") + recomputeName(p.recompute);
-       }},
-      {"sp", [](const Plan &p) {
-         return std::string("sp=") + (p.sequenceParallel ? "1" : "0");
-       }}};
+      [](const Plan &p) { return "tp=" + std::to_string(p.tp); },
+      [](const Plan &p) { return "pp=" + std::to_string(p.pp); },
+      [](const Plan &p) { return "dp=" + std::to_string(p.dp); },
+      [](const Plan &p) { return "mbs=" + std::to_string(p.microbatchSize); },
+      [](const Plan &p) {
+        return std::string("schedule=") + pipeline::scheduleName(p.schedule) +
+               (p.virtualStages > 1 ? ",v=" + std::to_string(p.virtualStages)
+                                    : "");
+      },
+      [](const Plan &p) { return "zero=" + std::to_string(p.zero); },
+      [](const Plan &p) {
+        return std::string("recompute=") + recomputeName(p.recompute);
+      },
+      [](const Plan &p) {
+        return std::string("sp=") + (p.sequenceParallel ? "1" : "0");
+      }};
   // The placement first: what tensor parallelism across nodes, and no
   // pipeline, would have cost.
   auto fastestWhere = [&](auto predicate) -> const Prediction * {
@@ -678,15 +673,15 @@ std::vector<std::string> explain(const SearchResult &result,
       line += ", and no plan without one fits in memory";
     lines.push_back(line);
   }
-  for (const Choice &choice : choices) {
-    std::string chosen = choice.value(best.plan);
+  for (Choice choice : choices) {
+    std::string chosen = choice(best.plan);
     // The first fitting plan of each other value is its fastest; the first
     // too-large one its smallest.
     std::map<std::string, const Prediction *> fastest, smallest;
     for (const Prediction &p : result.fitting)
-      fastest.insert({choice.value(p.plan), &p});
+      fastest.insert({choice(p.plan), &p});
     for (const Prediction &p : result.tooLarge)
-      smallest.insert({choice.value(p.plan), &p});
+      smallest.insert({choice(p.plan), &p});
     std::vector<std::string> values;
     for (auto &[value, p] : fastest)
       values.push_back(value);

@@ -53,11 +53,9 @@ template <typename F> double timePerRun(F work, double seconds) {
   return elapsed / runs;
 }
 
-/// A measurement rank 0 makes while the others sleep: what one rank gets
-/// alone, with its threads. The planner divides the cores among ranks
-/// that work at once itself.
-template <typename F> double alone(int rank, F measure) {
-  double value = rank == 0 ? measure() : 0;
+/// A barrier whose waiting ranks sleep instead of spinning, so that the
+/// ranks still measuring keep the cores.
+void barrierWithoutSpinning() {
   MPI_Request request;
   MPI_Ibarrier(MPI_COMM_WORLD, &request);
   for (int done = 0; !done;) {
@@ -65,6 +63,14 @@ template <typename F> double alone(int rank, F measure) {
     if (!done)
       usleep(1000);
   }
+}
+
+/// A measurement rank 0 makes while the others sleep: what one rank gets
+/// alone, with its threads. The planner divides the cores among ranks
+/// that work at once itself.
+template <typename F> double alone(int rank, F measure) {
+  double value = rank == 0 ? measure() : 0;
+  barrierWithoutSpinning();
   MPI_Bcast(&value, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return value;
 }
@@ -257,13 +263,7 @@ int main(int argc, char **argv) {
       MPI_Comm_free(&pair);
     }
     // Ranks 2.. wait without spinning while the pair measures.
-    MPI_Request request;
-    MPI_Ibarrier(MPI_COMM_WORLD, &request);
-    for (int done = 0; !done;) {
-      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-      if (!done)
-        usleep(1000);
-    }
+    barrierWithoutSpinning();
     MPI_Bcast(&pairAlpha, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   }
 
