@@ -10,16 +10,17 @@
 #include "weft/Collectives.h"
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <list>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace weft::runtime {
@@ -126,6 +127,9 @@ MPI_Op mpiOp(ReduceOp op, weft_dtype dtype) {
   return MPI_SUM;
 }
 
+/// More ranks than cores on this rank's node.
+bool ranksShareCores = false;
+
 class MpiCommunicator final : public Communicator {
 public:
   explicit MpiCommunicator(MPI_Comm comm) : comm(comm) {
@@ -143,32 +147,46 @@ public:
 
   void allReduce(void *data, size_t count, weft_dtype dtype,
                  ReduceOp op) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, data, int(count), mpiType(dtype, true),
-                        mpiOp(op, dtype), comm),
-          "MPI_Allreduce");
+    MPI_Request request;
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, int(count), mpiType(dtype, true),
+                         mpiOp(op, dtype), comm, &request),
+          "MPI_Iallreduce");
+    complete(request);
   }
   void allGather(const void *send, void *recv, size_t count,
                  weft_dtype dtype) override {
     MPI_Datatype type = mpiType(dtype, false);
-    check(MPI_Allgather(send, int(count), type, recv, int(count), type, comm),
-          "MPI_Allgather");
+    MPI_Request request;
+    check(MPI_Iallgather(send, int(count), type, recv, int(count), type, comm,
+                         &request),
+          "MPI_Iallgather");
+    complete(request);
   }
   void reduceScatter(const void *send, void *recv, size_t count,
                      weft_dtype dtype, ReduceOp op) override {
-    check(MPI_Reduce_scatter_block(send, recv, int(count), mpiType(dtype, true),
-                                   mpiOp(op, dtype), comm),
-          "MPI_Reduce_scatter_block");
+    MPI_Request request;
+    check(MPI_Ireduce_scatter_block(send, recv, int(count),
+                                    mpiType(dtype, true), mpiOp(op, dtype),
+                                    comm, &request),
+          "MPI_Ireduce_scatter_block");
+    complete(request);
   }
   void allToAll(const void *send, void *recv, size_t count,
                 weft_dtype dtype) override {
     MPI_Datatype type = mpiType(dtype, false);
-    check(MPI_Alltoall(send, int(count), type, recv, int(count), type, comm),
-          "MPI_Alltoall");
+    MPI_Request request;
+    check(MPI_Ialltoall(send, int(count), type, recv, int(count), type, comm,
+                        &request),
+          "MPI_Ialltoall");
+    complete(request);
   }
   void broadcast(void *data, size_t count, weft_dtype dtype,
                  int root) override {
-    check(MPI_Bcast(data, int(count), mpiType(dtype, false), root, comm),
-          "MPI_Bcast");
+    MPI_Request request;
+    check(MPI_Ibcast(data, int(count), mpiType(dtype, false), root, comm,
+                     &request),
+          "MPI_Ibcast");
+    complete(request);
   }
   void send(const void *data, size_t count, weft_dtype dtype, int peer,
             int tag) override {
@@ -192,7 +210,8 @@ public:
           "MPI_Irecv");
     // A pipeline stage waits for its neighbour for a whole bubble: it
     // sleeps between polls instead of spinning, leaving the core (or the
-    // hyperthread's sibling) to the ranks that compute.
+    // hyperthread's sibling) to the ranks that compute. (Yielding instead
+    // measured slower for pipelines on ranks that share cores.)
     for (int done = 0;;) {
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
       if (done)
@@ -203,6 +222,21 @@ public:
   }
 
 private:
+  /// Waits for a collective. A rank that shares its core with other ranks
+  /// yields between polls: MPI's own wait spins, and a spinning rank takes
+  /// the core from the rank whose data it is waiting for.
+  void complete(MPI_Request &request) {
+    if (!ranksShareCores) {
+      check(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+      return;
+    }
+    for (int done = 0;;) {
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done)
+        return;
+      sched_yield();
+    }
+  }
   /// A send in flight and the copy of its data.
   struct Pending {
     std::vector<char> data;
@@ -239,6 +273,14 @@ std::unique_ptr<World> startWorld(int &argc, char **&argv,
             " (" + std::to_string(mesh.numRanks()) + " ranks)";
     return nullptr;
   }
+  MPI_Comm node;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
+                            MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  int ranksOnNode = 1;
+  MPI_Comm_size(node, &ranksOnNode);
+  MPI_Comm_free(&node);
+  ranksShareCores = ranksOnNode > int(std::thread::hardware_concurrency());
   MeshShape shape = mesh;
   auto factory = [shape, rank](const std::vector<int> &axes) {
     // Ranks that agree on every other axis form one group; within it they

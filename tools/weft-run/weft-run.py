@@ -7,8 +7,9 @@ The number of ranks defaults to the model's mesh size (`./model
 --print-mesh`); another -np is an error before anything runs. How the ranks
 start depends on where weft-run runs:
 
-- on a machine or in a batch job: `mpiexec -n N` (MPICH's Hydra; with Open
-  MPI, `mpirun --oversubscribe`);
+- on a machine or in a batch job: `mpiexec -n N` (MPICH's Hydra, which
+  binds the ranks to cores in turn when there are more ranks than cores;
+  with Open MPI, `mpirun --oversubscribe`);
 - as one task of `srun` (SLURM_PROCID is set): this process is one rank,
   and weft-run checks the world size and runs the model in place;
 - as one process of a torchrun-style launch (RANK, WORLD_SIZE,
@@ -266,6 +267,12 @@ def launcher_command(ranks):
                              text=True).stdout
     if "Open MPI" in version or "OpenRTE" in version:
         return [mpiexec, "--oversubscribe", "-n", str(ranks)]
+    # More ranks than cores: Hydra binds them to the cores in turn. Unbound,
+    # the scheduler moves ranks between cores, and a rank that waits in a
+    # collective keeps taking time from the ranks it waits for; bound, the
+    # ranks of one core take turns (the runtime yields while it waits).
+    if ranks > len(os.sched_getaffinity(0)):
+        return [mpiexec, "-bind-to", "core", "-n", str(ranks)]
     return [mpiexec, "-n", str(ranks)]
 
 
