@@ -275,6 +275,8 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
            cluster.efficiency.contraction, false);
     number(*efficiency, "memory", "efficiency.", cluster.efficiency.memory,
            false);
+    number(*efficiency, "elementwise", "efficiency.",
+           cluster.efficiency.elementwise, false);
     number(*efficiency, "usable_memory", "efficiency.",
            cluster.efficiency.usableMemory, false);
   }
@@ -285,6 +287,11 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   cluster.nicsPerNode = int64_t(nics);
   if (error.empty() && (cluster.nodes < 1 || cluster.gpusPerNode < 1))
     error = "nodes and gpus_per_node must be at least 1";
+  const Efficiency &e = cluster.efficiency;
+  if (error.empty() &&
+      (e.contraction <= 0 || e.memory <= 0 || e.elementwise <= 0))
+    error = "efficiency.contraction, .memory and .elementwise must be "
+            "positive";
   if (!error.empty())
     return std::nullopt;
   return cluster;

@@ -143,7 +143,8 @@ struct Pricer {
                      ? rooflineTime(op.flops * scale, bytes, peak, bandwidth,
                                     efficiency.contraction)
                      : rooflineTime(op.flops * scale, bytes,
-                                    cluster.gpu.peakFp32, bandwidth, 1.0);
+                                    cluster.gpu.peakFp32, bandwidth, 1.0) /
+                           efficiency.elementwise;
     }
     return seconds;
   }
@@ -417,9 +418,9 @@ std::optional<Prediction> predict(const ModelProfile &model,
                                   std::string &error) {
   // Ranks that share cores: a collective waits until its ranks run. Price
   // it first as if every rank were busy (the contended latency), then at
-  // the share of the step the ranks are busy: MPI's collectives spin, but a
-  // pipeline's ranks sleep in its bubble and while they wait for a stage's
-  // sends, and leave the cores to the others.
+  // the share of the step the ranks are busy: a pipeline's ranks sleep in
+  // its bubble and while they wait for a stage's sends, and leave the cores
+  // to the others.
   double concurrency = double(cluster.coresPerNode) /
                        std::max<int64_t>(1, cluster.threadsPerRank);
   double ranks = double(cluster.gpusPerNode);

@@ -8,10 +8,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Blas.h"
+
 #include <algorithm>
 #include <cblas.h>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <omp.h>
+#include <strings.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -145,3 +151,24 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
     }
   }
 }
+
+extern "C" char *openblas_get_corename(void);
+
+namespace weft::runtime {
+
+void selectBlasKernels(char **argv) {
+  if (getenv("OPENBLAS_CORETYPE"))
+    return;
+  const char *core = openblas_get_corename();
+  if (!core || strcasecmp(core, "prescott") != 0)
+    return;
+  const char *better = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+                       : __builtin_cpu_supports("avx2")  ? "Haswell"
+                                                         : nullptr;
+  if (!better)
+    return;
+  setenv("OPENBLAS_CORETYPE", better, 1);
+  execv("/proc/self/exe", argv); // returns only on failure: run as we are
+}
+
+} // namespace weft::runtime

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Blas.h"
 #include "weft/Collectives.h"
 #include "weft/ShardLayout.h"
 #include "weft/TensorFiles.h"
@@ -40,7 +41,6 @@ __attribute__((weak)) extern const char weft_manifest[];
 __attribute__((weak)) extern const int64_t weft_pipeline_programs;
 __attribute__((weak)) extern void (*const weft_pipeline_entries[])(void **);
 __attribute__((weak)) extern const char *const weft_pipeline_manifests[];
-char *openblas_get_corename(void);
 void openblas_set_num_threads(int threads);
 void omp_set_num_threads(int threads);
 void kmp_set_blocktime(int milliseconds);
@@ -122,26 +122,6 @@ std::string defaultWeightsPath(const char *argv0, int64_t pipelineRank) {
   if (pipelineRank >= 0)
     return exe + ".pp" + std::to_string(pipelineRank) + ".weights";
   return exe + ".weights";
-}
-
-/// OpenBLAS (0.3.21, Debian 12) does not recognize recent Xeons and falls
-/// back to its SSE3 "Prescott" kernels, 3x slower than its AVX-512 ones.
-/// The core type can only be chosen before the library initializes, so the
-/// process re-executes itself once with OPENBLAS_CORETYPE set. A core type
-/// set by the user is left alone.
-void selectBlasKernels(char **argv) {
-  if (getenv("OPENBLAS_CORETYPE"))
-    return;
-  const char *core = openblas_get_corename();
-  if (!core || strcasecmp(core, "prescott") != 0)
-    return;
-  const char *better = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                       : __builtin_cpu_supports("avx2")  ? "Haswell"
-                                                         : nullptr;
-  if (!better)
-    return;
-  setenv("OPENBLAS_CORETYPE", better, 1);
-  execv("/proc/self/exe", argv); // returns only on failure: run as we are
 }
 
 double asDouble(const void *data, weft_dtype dtype, size_t i) {

@@ -3,15 +3,20 @@
 // mpiexec -n R weft-calibrate [-o FILE]
 //
 // Describes this machine as the planner's `cpu-local` cluster of R ranks,
-// each with the threads a weftc executable gives it. One rank alone
-// measures the f32 GEMM rate, the memory
-// bandwidth of a streaming add, the cost of one small parallel op, and MPI's
-// latency (α) and bandwidth (β) fitted to all-reduces over every rank (the
-// planner divides the cores among ranks that compute at once). Writes
-// the JSON description (default $WEFT_CPU_LOCAL or ~/.cache/weft/
-// cpu-local.json) that `--cluster cpu-local` reads.
+// each with the threads and the BLAS kernels a weftc executable gives it.
+// One rank alone measures the f32 GEMM rate, the memory bandwidth of a
+// streaming add and the cost of one small parallel op (the planner divides
+// the cores among ranks that compute at once); every rank measures the
+// latency (α) and bandwidth (β) of all-reduces and sends through the
+// runtime's communicator, which waits as compiled programs wait. Writes the
+// JSON description (default $WEFT_CPU_LOCAL or ~/.cache/weft/
+// cpu-local.json) that `--cluster cpu-local` reads. Launch it as weft-run
+// launches a model (bound to cores when ranks outnumber them).
 //
 //===----------------------------------------------------------------------===//
+
+#include "weft/Blas.h"
+#include "weft/Collectives.h"
 
 #include <cblas.h>
 #include <mpi.h>
@@ -79,17 +84,20 @@ template <typename F> double alone(int rank, F measure) {
 /// what the ranks of a plan wait on, and on ranks that share cores they
 /// cost what the scheduler makes them cost, which a ping-pong between two
 /// ranks does not see.
-double allReduceTime(MPI_Comm comm, size_t bytes, int rounds) {
-  std::vector<float> in(std::max<size_t>(bytes / 4, 1), 1.0f), out(in.size());
-  MPI_Barrier(comm);
+/// The all-reduce goes through the runtime's communicator, so that it
+/// waits as compiled programs wait.
+double allReduceTime(weft::runtime::Communicator &comm, size_t bytes,
+                     int rounds) {
+  std::vector<float> data(std::max<size_t>(bytes / 4, 1), 1.0f);
+  double seconds = 0;
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Sum);
   double start = now();
   for (int i = 0; i < rounds; ++i)
-    MPI_Allreduce(in.data(), out.data(), int(in.size()), MPI_FLOAT, MPI_SUM,
-                  comm);
-  double seconds = (now() - start) / rounds;
-  double worst;
-  MPI_Allreduce(&seconds, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return worst;
+    comm.allReduce(data.data(), data.size(), WEFT_F32,
+                   weft::runtime::ReduceOp::Sum);
+  seconds = (now() - start) / rounds;
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Max);
+  return seconds;
 }
 
 std::string defaultOutput() {
@@ -120,10 +128,14 @@ std::string cpuModel() {
 } // namespace
 
 int main(int argc, char **argv) {
+  weft::runtime::selectBlasKernels(argv);
   MPI_Init(&argc, &argv);
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  std::string worldError;
+  std::unique_ptr<weft::runtime::World> world = weft::runtime::startWorld(
+      argc, argv, weft::runtime::MeshShape{{"ranks"}, {ranks}}, worldError);
   std::string output;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc) {
@@ -213,32 +225,23 @@ int main(int argc, char **argv) {
     return std::max(0.0, seconds / 100 - 3.0 * 4 * small / bandwidth);
   });
 
-  // A send between pipeline stages, received as the runtime receives
-  // (MPI_Irecv polled, sleeping in between): half a ping-pong between rank
-  // pairs, all pairs at once.
+  // A send between pipeline stages through the runtime's communicator:
+  // half a ping-pong between rank pairs, all pairs at once.
   double sendLatency = 0;
   if (ranks > 1) {
+    weft::runtime::Communicator &everyone = world->group(1);
     int peer = rank ^ 1;
     char byte = 0;
     const int rounds = 100;
-    auto receive = [&] {
-      MPI_Request request;
-      MPI_Irecv(&byte, 1, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &request);
-      for (int done = 0; !done;) {
-        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-        if (!done)
-          usleep(50);
-      }
-    };
     MPI_Barrier(MPI_COMM_WORLD);
     double start = now();
     for (int i = 0; peer < ranks && i < rounds; ++i) {
       if (rank % 2 == 0) {
-        MPI_Send(&byte, 1, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
-        receive();
+        everyone.send(&byte, 1, WEFT_BOOL, peer, 0);
+        everyone.recv(&byte, 1, WEFT_BOOL, peer, 0);
       } else {
-        receive();
-        MPI_Send(&byte, 1, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+        everyone.recv(&byte, 1, WEFT_BOOL, peer, 0);
+        everyone.send(&byte, 1, WEFT_BOOL, peer, 0);
       }
     }
     double oneWay = peer < ranks ? (now() - start) / (2.0 * rounds) : 0;
@@ -252,14 +255,21 @@ int main(int argc, char **argv) {
   double alpha = 0, beta = 1e12, pairAlpha = 0;
   if (ranks > 1) {
     double n = ranks, bytes = double(size_t(8) << 20);
-    double small = allReduceTime(MPI_COMM_WORLD, 4, 300);
-    double large = allReduceTime(MPI_COMM_WORLD, size_t(bytes), 5);
+    weft::runtime::Communicator &everyone = world->group(1);
+    double small = allReduceTime(everyone, 4, 300);
+    double large = allReduceTime(everyone, size_t(bytes), 5);
     alpha = small / (2 * (n - 1));
     beta = 2 * (n - 1) / n * bytes / std::max(1e-9, large - small);
     MPI_Comm pair;
     MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
     if (rank < 2) {
-      pairAlpha = allReduceTime(pair, 4, 300) / 2;
+      std::vector<float> in(1, 1.0f), out(1);
+      MPI_Barrier(pair);
+      const int rounds = 300;
+      double start = now();
+      for (int i = 0; i < rounds; ++i)
+        MPI_Allreduce(in.data(), out.data(), 1, MPI_FLOAT, MPI_SUM, pair);
+      pairAlpha = (now() - start) / rounds / 2;
       MPI_Comm_free(&pair);
     }
     // Ranks 2.. wait without spinning while the pair measures.
@@ -292,6 +302,7 @@ int main(int argc, char **argv) {
             "\"rail_optimized\": true},\n"
             " \"overlap_gradient_reduction\": false,\n"
             " \"efficiency\": {\"contraction\": 1, \"memory\": 1, "
+            "\"elementwise\": 1, "
             "\"usable_memory\": 0.8}}\n",
             ranks, cores, threads, cpuModel().c_str(), threads, gemmRate / 1e12,
             gemmRate / 1e12, memoryGb, bandwidth / 1e9, overhead * 1e6,
@@ -308,6 +319,7 @@ int main(int argc, char **argv) {
            cacheBandwidth / 1e9, overhead * 1e6, sendLatency * 1e6,
            pairAlpha * 1e6, alpha * 1e6, beta / 1e9, output.c_str());
   }
+  world.reset();
   MPI_Finalize();
   return 0;
 }

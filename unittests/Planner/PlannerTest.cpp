@@ -200,6 +200,31 @@ TEST(Predict, RanksSharingCoresWaitForThem) {
       1e-9);
 }
 
+TEST(Predict, ElementwiseEfficiencyDividesOnlyElementwiseTime) {
+  // Elementwise time E grows to E / e: the extra is E (1/e - 1), three
+  // times as much at e = 1/4 as at e = 1/2; contractions keep their time.
+  ModelProfile model = handModel(4);
+  ModelProfile withElementwise = model;
+  for (TensorParallelProfile &p : withElementwise.tensorParallel)
+    p.layerForward.ops.push_back({0, kLayerElements, false});
+  TrainingSetup setup{8, true};
+  std::string error;
+  auto compute = [&](const ModelProfile &m, double efficiency) {
+    Cluster cluster = a100(1);
+    cluster.efficiency.elementwise = efficiency;
+    std::optional<Prediction> p =
+        predict(m, cluster, setup, Plan{8, 1, 1, 1, 1}, error);
+    EXPECT_TRUE(p) << error;
+    return p ? p->time.compute : 0.0;
+  };
+  EXPECT_EQ(compute(model, 0.25), compute(model, 1));
+  double atHalf = compute(withElementwise, 0.5) - compute(withElementwise, 1);
+  double atQuarter =
+      compute(withElementwise, 0.25) - compute(withElementwise, 1);
+  EXPECT_GT(atHalf, 0);
+  EXPECT_NEAR(atQuarter, 3 * atHalf, 1e-9 * atQuarter);
+}
+
 TEST(Predict, RejectsPlansThatAreNotPlans) {
   ModelProfile model = handModel(4, 2);
   Cluster cluster = a100(1);

@@ -50,6 +50,9 @@ struct Gpu {
 struct Efficiency {
   double contraction = 0.75; // large GEMMs and fused attention
   double memory = 0.7;       // elementwise work against memory bandwidth
+  /// Of the roofline that elementwise ops and reductions reach: on a CPU,
+  /// compiled loops run slower than their bytes allow (calibrated).
+  double elementwise = 1.0;
   double usableMemory = 0.9; // the rest: allocator and workspace
 };
 

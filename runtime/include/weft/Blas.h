@@ -1,0 +1,17 @@
+//===- Blas.h - The OpenBLAS kernels a process runs -----------------------===//
+
+#ifndef WEFT_RUNTIME_BLAS_H
+#define WEFT_RUNTIME_BLAS_H
+
+namespace weft::runtime {
+
+/// OpenBLAS (0.3.21, Debian 12) does not recognize recent Xeons and falls
+/// back to its SSE3 "Prescott" kernels, 3x slower than its AVX-512 ones.
+/// The core type can only be chosen before the library initializes, so the
+/// process re-executes itself once with OPENBLAS_CORETYPE set. A core type
+/// set by the user is left alone. Call first in main, before MPI starts.
+void selectBlasKernels(char **argv);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_BLAS_H
