@@ -14,7 +14,6 @@
 #include <cblas.h>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <omp.h>
 #include <strings.h>
 #include <unistd.h>

@@ -28,7 +28,6 @@
 #include <map>
 #include <sstream>
 #include <string>
-#include <strings.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>

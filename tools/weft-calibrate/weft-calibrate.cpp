@@ -83,9 +83,8 @@ template <typename F> double alone(int rank, F measure) {
 /// Seconds of one all-reduce of `bytes` over every rank: collectives are
 /// what the ranks of a plan wait on, and on ranks that share cores they
 /// cost what the scheduler makes them cost, which a ping-pong between two
-/// ranks does not see.
-/// The all-reduce goes through the runtime's communicator, so that it
-/// waits as compiled programs wait.
+/// ranks does not see. It goes through the runtime's communicator, so that
+/// it waits as compiled programs wait.
 double allReduceTime(weft::runtime::Communicator &comm, size_t bytes,
                      int rounds) {
   std::vector<float> data(std::max<size_t>(bytes / 4, 1), 1.0f);
@@ -136,6 +135,12 @@ int main(int argc, char **argv) {
   std::string worldError;
   std::unique_ptr<weft::runtime::World> world = weft::runtime::startWorld(
       argc, argv, weft::runtime::MeshShape{{"ranks"}, {ranks}}, worldError);
+  if (!world) {
+    if (rank == 0)
+      fprintf(stderr, "weft-calibrate: error: %s\n", worldError.c_str());
+    MPI_Finalize();
+    return 1;
+  }
   std::string output;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc) {
