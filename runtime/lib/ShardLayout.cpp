@@ -2,6 +2,7 @@
 
 #include "weft/ShardLayout.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -148,21 +149,96 @@ ShardSpec bufferSpec(const weft_buffer_info *info) {
   return spec;
 }
 
+namespace {
+
+/// Copies `count` elements `sourceStride` and `destStride` elements apart.
+template <typename Element>
+void copyElements(const char *source, int64_t sourceStride, char *dest,
+                  int64_t destStride, int64_t count) {
+  auto *from = reinterpret_cast<const Element *>(source);
+  auto *to = reinterpret_cast<Element *>(dest);
+  for (int64_t i = 0; i < count; ++i)
+    to[i * destStride] = from[i * sourceStride];
+}
+
+} // namespace
+
 void copyStrided(const char *source, const int64_t *sourceStrides, char *dest,
                  const int64_t *destStrides, const int64_t *sizes, int rank,
                  size_t elementSize) {
-  if (rank == 0) {
+  // Collectives and checkpoints copy boxes of millions of elements whose
+  // dims mostly fold together: drop unit dims and merge a dim into the one
+  // outside it wherever both arrays lay them out contiguously, so that the
+  // copy becomes few long memcpys (or one strided loop) instead of one
+  // call per element.
+  struct Dim {
+    int64_t size, source, dest;
+  };
+  std::vector<Dim> dims;
+  for (int d = 0; d < rank; ++d) {
+    if (sizes[d] == 0)
+      return;
+    if (sizes[d] == 1)
+      continue;
+    Dim dim{sizes[d], sourceStrides[d], destStrides[d]};
+    if (!dims.empty()) {
+      Dim &outer = dims.back();
+      if (outer.source == dim.source * dim.size &&
+          outer.dest == dim.dest * dim.size) {
+        outer = {outer.size * dim.size, dim.source, dim.dest};
+        continue;
+      }
+    }
+    dims.push_back(dim);
+  }
+  if (dims.empty()) {
     memcpy(dest, source, elementSize);
     return;
   }
-  if (rank == 1 && sourceStrides[0] == 1 && destStrides[0] == 1) {
-    memcpy(dest, source, sizes[0] * elementSize);
-    return;
+  Dim inner = dims.back();
+  dims.pop_back();
+  auto copyInner = [&](const char *from, char *to) {
+    if (inner.source == 1 && inner.dest == 1) {
+      memcpy(to, from, inner.size * elementSize);
+      return;
+    }
+    switch (elementSize) {
+    case 1:
+      return copyElements<uint8_t>(from, inner.source, to, inner.dest,
+                                   inner.size);
+    case 2:
+      return copyElements<uint16_t>(from, inner.source, to, inner.dest,
+                                    inner.size);
+    case 4:
+      return copyElements<uint32_t>(from, inner.source, to, inner.dest,
+                                    inner.size);
+    case 8:
+      return copyElements<uint64_t>(from, inner.source, to, inner.dest,
+                                    inner.size);
+    }
+    for (int64_t i = 0; i < inner.size; ++i)
+      memcpy(to + i * inner.dest * elementSize,
+             from + i * inner.source * elementSize, elementSize);
+  };
+  // The outer dims as an odometer.
+  std::vector<int64_t> index(dims.size(), 0);
+  const char *from = source;
+  char *to = dest;
+  while (true) {
+    copyInner(from, to);
+    size_t d = dims.size();
+    for (; d-- > 0;) {
+      from += dims[d].source * elementSize;
+      to += dims[d].dest * elementSize;
+      if (++index[d] < dims[d].size)
+        break;
+      from -= dims[d].size * dims[d].source * elementSize;
+      to -= dims[d].size * dims[d].dest * elementSize;
+      index[d] = 0;
+    }
+    if (d == size_t(-1))
+      return;
   }
-  for (int64_t i = 0; i < sizes[0]; ++i)
-    copyStrided(source + i * sourceStrides[0] * elementSize, sourceStrides + 1,
-                dest + i * destStrides[0] * elementSize, destStrides + 1,
-                sizes + 1, rank - 1, elementSize);
 }
 
 void ShardSpec::copy(const void *global, void *local,

@@ -89,4 +89,63 @@ TEST(ShardLayout, AShardCanBeAllPadding) {
   EXPECT_EQ(local[0], 42);
 }
 
+/// Element-by-element copy of a box, the definition copyStrided must meet.
+void copyOneByOne(const float *source, const std::vector<int64_t> &from,
+                  float *dest, const std::vector<int64_t> &to,
+                  const std::vector<int64_t> &sizes) {
+  int64_t count = 1;
+  for (int64_t size : sizes)
+    count *= size;
+  for (int64_t linear = 0; linear < count; ++linear) {
+    int64_t rest = linear, sourceAt = 0, destAt = 0;
+    for (size_t d = sizes.size(); d-- > 0;) {
+      int64_t i = rest % sizes[d];
+      rest /= sizes[d];
+      sourceAt += i * from[d];
+      destAt += i * to[d];
+    }
+    dest[destAt] = source[sourceAt];
+  }
+}
+
+struct StridedCase {
+  std::vector<int64_t> sizes, from, to;
+  size_t sourceSize, destSize;
+};
+
+TEST(ShardLayout, StridedCopiesMatchTheElementwiseDefinition) {
+  const std::vector<StridedCase> cases = {
+      // Dense row-major: folds into one memcpy.
+      {{4, 1, 3, 5}, {15, 15, 5, 1}, {15, 15, 5, 1}, 60, 60},
+      // The blocks a reduce-scatter sends: [parts, outer, n, inner] out of
+      // [outer, parts * n, inner], with unit dims.
+      {{4, 1, 6, 1}, {6, 24, 1, 1}, {6, 6, 1, 1}, 24, 24},
+      {{2, 3, 4, 5}, {20, 40, 5, 1}, {60, 20, 5, 1}, 120, 120},
+      // A transpose: no dim folds, the inner loop is strided.
+      {{7, 9}, {1, 7}, {9, 1}, 63, 63},
+      // A box inside a larger array on both sides.
+      {{3, 4}, {10, 1}, {8, 2}, 30, 32},
+  };
+  for (const StridedCase &c : cases) {
+    std::vector<float> source = iota(c.sourceSize);
+    std::vector<float> expected(c.destSize, -1.0f), actual(c.destSize, -1.0f);
+    copyOneByOne(source.data(), c.from, expected.data(), c.to, c.sizes);
+    copyStrided(reinterpret_cast<const char *>(source.data()), c.from.data(),
+                reinterpret_cast<char *>(actual.data()), c.to.data(),
+                c.sizes.data(), int(c.sizes.size()), sizeof(float));
+    EXPECT_EQ(actual, expected);
+  }
+  // A scalar, and an empty box that writes nothing.
+  float one = 3.0f, into = 0.0f;
+  copyStrided(reinterpret_cast<const char *>(&one), nullptr,
+              reinterpret_cast<char *>(&into), nullptr, nullptr, 0,
+              sizeof(float));
+  EXPECT_EQ(into, 3.0f);
+  int64_t empty[2] = {2, 0}, strides[2] = {1, 1};
+  copyStrided(reinterpret_cast<const char *>(&one), strides,
+              reinterpret_cast<char *>(&into), strides, empty, 2,
+              sizeof(float));
+  EXPECT_EQ(into, 3.0f);
+}
+
 } // namespace
