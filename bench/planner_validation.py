@@ -3,12 +3,15 @@
 
 Calibrates the `cpu-local` cluster for the rank count
 (utils/calibrate_cpu_local.py: weft-calibrate under mpiexec, then a
-one-rank reference step), then for every plan: weft-plan --fix predicts its step time,
-weftc --train --plan=<the same plan> compiles it, weft-run trains 30 steps
-on the bundled corpus twice, and the lower of the two median step times
-after 4 warm-up steps is the measurement. Prints both per plan, their ratio, the median error and
-Spearman's rank correlation; exits 1 when the correlation is under
---min-spearman.
+one-rank reference step). For every plan weft-plan --fix predicts its step
+time and weftc --train --plan=<the same plan> compiles it. Then weft-run
+trains every plan for --steps steps on the bundled corpus, plan after plan,
+for --rounds rounds in a rotating order: this machine's speed drifts by
+tens of percent over seconds, and interleaving spreads the drift over all
+plans alike. A plan's measurement is the median of its step times after 4
+warm-up steps of each launch. Prints both per plan, their ratio, the median
+error and Spearman's rank correlation; exits 1 when the correlation is
+under --min-spearman.
 """
 import argparse
 import json
@@ -67,8 +70,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--build", default="build")
     parser.add_argument("--ranks", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--launches", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--min-spearman", type=float, default=0.8)
     args = parser.parse_args()
     bin_dir = os.path.join(args.build, "bin")
@@ -81,9 +84,9 @@ def main():
     run([sys.executable, "utils/gen_gpt2.py", "--layers", "4", "--hidden",
          "128", "--heads", "4", "--vocab", "256", "--seq", "64", "--batch",
          "8", "-o", model])
-    batch, seq = 8, 64
-    rows = []
-    for plan in PLANS:
+    batch, seq, warmup = 8, 64, 4
+    predictions, programs = [], []
+    for index, plan in enumerate(PLANS):
         full = plan + ",recompute=none,sp=0"
         if "schedule" not in full:
             full += ",schedule=1f1b,v=1"
@@ -94,23 +97,28 @@ def main():
         plans = prediction["plans"]
         if not plans:
             sys.exit(f"{plan}: weft-plan found no fitting plan")
-        predicted = plans[0]["step_time"]
-        exe = os.path.join(work, "plan")
+        predictions.append(plans[0]["step_time"])
+        exe = os.path.join(work, f"plan{index}", "train")
+        os.makedirs(os.path.dirname(exe))
         run([os.path.join(bin_dir, "weftc"), model, "--train",
              f"--plan={full}", "--cluster=cpu-local", "-o", exe], env=env)
-        # Two launches; the faster median is the one less disturbed by the
-        # rest of the machine.
-        medians = []
-        for launch in range(args.launches):
-            log = os.path.join(work, f"train{launch}.jsonl")
+        programs.append(exe)
+
+    step_times = [[] for _ in PLANS]
+    for turn in range(args.rounds):
+        for offset in range(len(PLANS)):
+            index = (turn + offset) % len(PLANS)
+            log = os.path.join(work, f"plan{index}", f"round{turn}.jsonl")
             run([os.path.join(bin_dir, "weft-run"), "-n", str(args.ranks),
-                 exe, "--data", "data/tinyshakespeare.tokens", "--steps",
-                 str(args.steps), "--print-every", str(args.steps), "--log",
-                 log], env=env)
+                 programs[index], "--data", "data/tinyshakespeare.tokens",
+                 "--steps", str(args.steps), "--print-every",
+                 str(args.steps), "--log", log], env=env)
             steps = [json.loads(line) for line in open(log)]
-            medians.append(statistics.median(
-                batch * seq / s["tokens_per_s"] for s in steps[4:]))
-        measured = min(medians)
+            step_times[index] += [batch * seq / s["tokens_per_s"]
+                                  for s in steps[warmup:]]
+    rows = []
+    for plan, predicted, times in zip(PLANS, predictions, step_times):
+        measured = statistics.median(times)
         rows.append((plan, predicted, measured))
         print(f"{plan:55s} predicted {predicted * 1e3:8.1f} ms  measured "
               f"{measured * 1e3:8.1f} ms  measured/predicted "
