@@ -2,7 +2,6 @@
 
 #include "weft/ShardLayout.h"
 
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -149,20 +148,6 @@ ShardSpec bufferSpec(const weft_buffer_info *info) {
   return spec;
 }
 
-namespace {
-
-/// Copies `count` elements `sourceStride` and `destStride` elements apart.
-template <typename Element>
-void copyElements(const char *source, int64_t sourceStride, char *dest,
-                  int64_t destStride, int64_t count) {
-  auto *from = reinterpret_cast<const Element *>(source);
-  auto *to = reinterpret_cast<Element *>(dest);
-  for (int64_t i = 0; i < count; ++i)
-    to[i * destStride] = from[i * sourceStride];
-}
-
-} // namespace
-
 void copyStrided(const char *source, const int64_t *sourceStrides, char *dest,
                  const int64_t *destStrides, const int64_t *sizes, int rank,
                  size_t elementSize) {
@@ -201,20 +186,6 @@ void copyStrided(const char *source, const int64_t *sourceStrides, char *dest,
     if (inner.source == 1 && inner.dest == 1) {
       memcpy(to, from, inner.size * elementSize);
       return;
-    }
-    switch (elementSize) {
-    case 1:
-      return copyElements<uint8_t>(from, inner.source, to, inner.dest,
-                                   inner.size);
-    case 2:
-      return copyElements<uint16_t>(from, inner.source, to, inner.dest,
-                                    inner.size);
-    case 4:
-      return copyElements<uint32_t>(from, inner.source, to, inner.dest,
-                                    inner.size);
-    case 8:
-      return copyElements<uint64_t>(from, inner.source, to, inner.dest,
-                                    inner.size);
     }
     for (int64_t i = 0; i < inner.size; ++i)
       memcpy(to + i * inner.dest * elementSize,
