@@ -3,11 +3,14 @@
 
 1. `mpiexec -n R weft-calibrate` measures one rank alone (GEMM rate, memory
    and cache bandwidth) and MPI (collective latency and bandwidth, sends).
-2. Weft's compiled loops do not stream at the measured bandwidth: a
-   reference GPT training step is compiled for one rank, run with the
-   threads a rank of R gets, and timed. The planner prices the step's GEMMs
-   at the measured rate; what the step takes beyond them is its elementwise
-   ops and reductions, which sets efficiency.elementwise (printed).
+2. Weft's compiled loops do not stream at the measured bandwidth, and its
+   layers' many small loops reach less of it than the optimizer's one long
+   update loop. Two reference GPT training steps, one mostly layers and
+   one mostly update, are compiled for one rank, run with the threads a
+   rank of R gets, and timed in turns. The planner prices their GEMMs at
+   the measured rate; what each step takes beyond them is its elementwise
+   work and its update, two equations that set efficiency.elementwise and
+   efficiency.update (printed).
 Writes $WEFT_CPU_LOCAL (else ~/.cache/weft/cpu-local.json).
 """
 import argparse
@@ -32,6 +35,7 @@ def main():
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--build", default="build")
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bin_dir = os.path.join(args.build, "bin")
@@ -47,54 +51,88 @@ def main():
                os.path.join(bin_dir, "weft-calibrate"), "-o", output]).strip())
     cluster = json.load(open(output))
 
-    # The reference step: a 4-layer GPT (hidden 128, seq 64), batch 2, one
-    # rank with a rank's threads.
+    # Two reference steps, one rank with a rank's threads: a GPT whose step
+    # is mostly layers (3 layers, hidden 96, seq 48, batch 4), and one whose
+    # step is mostly its optimizer update (1 layer, hidden 256, vocab 2048,
+    # seq 8, batch 1). Neither is a model the validation bench trains.
     work = tempfile.mkdtemp(prefix="weft-calibrate-")
-    model = os.path.join(work, "gpt.onnx")
-    run([sys.executable, os.path.join(here, "utils", "gen_gpt2.py"),
-         "--layers", "4", "--hidden", "128", "--heads", "4", "--vocab", "256",
-         "--seq", "64", "--batch", "2", "-o", model])
-    exe = os.path.join(work, "step")
-    run([os.path.join(bin_dir, "weftc"), model, "--train", "-o", exe])
+    references = {
+        "layers": ["--layers", "3", "--hidden", "96", "--heads", "4",
+                   "--vocab", "256", "--seq", "48", "--batch", "4"],
+        "update": ["--layers", "1", "--hidden", "256", "--heads", "4",
+                   "--vocab", "2048", "--seq", "8", "--batch", "1"],
+    }
+    tokens = {"layers": 4 * 48, "update": 8}
     env = dict(os.environ,
                OMP_NUM_THREADS=str(cluster["threads_per_rank"]))
-    log = os.path.join(work, "train.jsonl")
-    run([os.path.join(bin_dir, "weft-run"), "-n", "1", exe, "--data",
-         os.path.join(here, "data", "tinyshakespeare.tokens"), "--steps",
-         str(args.steps), "--print-every", str(args.steps), "--log", log],
-        env=env)
-    steps = [json.loads(line) for line in open(log)]
-    measured = statistics.median(2 * 64 / s["tokens_per_s"]
-                                 for s in steps[4:])
+    models, programs = {}, {}
+    for name, shape in references.items():
+        models[name] = os.path.join(work, name + ".onnx")
+        run([sys.executable, os.path.join(here, "utils", "gen_gpt2.py")] +
+            shape + ["-o", models[name]])
+        programs[name] = os.path.join(work, name)
+        run([os.path.join(bin_dir, "weftc"), models[name], "--train", "-o",
+             programs[name]])
 
-    def predict(elementwise):
-        """The reference step's predicted time at this efficiency."""
+    # This machine's speed drifts over seconds: the references take turns.
+    times = {name: [] for name in references}
+    for _ in range(args.rounds):
+        for name in references:
+            log = os.path.join(work, name + ".jsonl")
+            run([os.path.join(bin_dir, "weft-run"), "-n", "1",
+                 programs[name], "--data",
+                 os.path.join(here, "data", "tinyshakespeare.tokens"),
+                 "--steps", str(args.steps), "--print-every",
+                 str(args.steps), "--log", log], env=env)
+            steps = [json.loads(line) for line in open(log)]
+            times[name] += [tokens[name] / s["tokens_per_s"]
+                            for s in steps[4:]]
+    measured = {name: statistics.median(t) for name, t in times.items()}
+
+    def predict(name, elementwise, update):
+        """A reference step's predicted time at these efficiencies."""
         one = dict(cluster, gpus_per_node=1, cores_per_node=0)
         one["efficiency"] = dict(cluster["efficiency"],
-                                 elementwise=elementwise)
+                                 elementwise=elementwise, update=update)
         single = os.path.join(work, "one-rank.json")
         json.dump(one, open(single, "w"))
         prediction = json.loads(run(
-            [os.path.join(bin_dir, "weft-plan"), model, "--cluster", single,
-             "--precision", "f32", "--fix",
+            [os.path.join(bin_dir, "weft-plan"), models[name], "--cluster",
+             single, "--precision", "f32", "--fix",
              "dp=1,tp=1,pp=1,m=1,recompute=none", "--json", "--top", "1"]))
         return prediction["plans"][0]["step_time"]
 
-    # Elementwise time falls as 1/efficiency: with a vanishing share the
-    # prediction is the GEMMs alone.
-    contractions = predict(1e9)
-    elementwise = predict(1.0) - contractions
-    if measured <= contractions or elementwise <= 0:
-        sys.exit(f"calibrate_cpu_local: error: the reference step took "
-                 f"{measured * 1e3:.1f} ms, no more than its GEMMs at the "
-                 f"measured rate ({contractions * 1e3:.1f} ms)")
-    efficiency = elementwise / (measured - contractions)
-    cluster["efficiency"]["elementwise"] = efficiency
+    # Elementwise and update time fall as 1/efficiency; at a vanishing
+    # share the prediction is the GEMMs alone. Each step is
+    #   measured = GEMMs + elementwise / e_elementwise + update / e_update,
+    # two equations for the two efficiencies.
+    vanishing = 1e9
+    rows = {}
+    for name in references:
+        gemms = predict(name, vanishing, vanishing)
+        rows[name] = (predict(name, 1.0, vanishing) - gemms,
+                      predict(name, vanishing, 1.0) - gemms,
+                      measured[name] - gemms, gemms)
+    (e1, u1, r1, _), (e2, u2, r2, _) = rows["layers"], rows["update"]
+    det = e1 * u2 - e2 * u1
+    inverse_elementwise = (r1 * u2 - r2 * u1) / det
+    inverse_update = (e1 * r2 - e2 * r1) / det
+    for name, (e, u, r, gemms) in rows.items():
+        print(f"reference step '{name}': measured "
+              f"{measured[name] * 1e3:.1f} ms; its GEMMs {gemms * 1e3:.1f} "
+              f"ms at the measured rate, elementwise {e * 1e3:.1f} ms and "
+              f"update {u * 1e3:.1f} ms at the measured bandwidth")
+    if inverse_elementwise <= 0 or inverse_update <= 0:
+        sys.exit("calibrate_cpu_local: error: the reference steps do not "
+                 "fit positive efficiencies (elementwise "
+                 f"{1 / inverse_elementwise if inverse_elementwise else 0:.3g}"
+                 f", update {1 / inverse_update if inverse_update else 0:.3g})"
+                 ": the machine's speed changed between them; run again")
+    cluster["efficiency"]["elementwise"] = 1 / inverse_elementwise
+    cluster["efficiency"]["update"] = 1 / inverse_update
     json.dump(cluster, open(output, "w"), indent=1)
-    print(f"reference step: measured {measured * 1e3:.1f} ms; its GEMMs "
-          f"{contractions * 1e3:.1f} ms at the measured rate, the rest "
-          f"{elementwise * 1e3:.1f} ms at the measured bandwidth: "
-          f"efficiency.elementwise {efficiency:.3f}\nwrote {output}")
+    print(f"efficiency.elementwise {1 / inverse_elementwise:.3f}, "
+          f"efficiency.update {1 / inverse_update:.3f}\nwrote {output}")
 
 if __name__ == "__main__":
     main()

@@ -267,6 +267,9 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   double contendedUs = 0;
   number(*root, "contended_latency_us", "", contendedUs, false);
   cluster.contendedLatency = contendedUs * 1e-6;
+  double contendedGb = 0;
+  number(*root, "contended_bandwidth_gbps", "", contendedGb, false);
+  cluster.contendedBandwidth = contendedGb * giga;
   double overheadUs = 0;
   number(*gpu, "op_overhead_us", "gpu.", overheadUs, false);
   cluster.gpu.opOverhead = overheadUs * 1e-6;
@@ -277,6 +280,8 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
            false);
     number(*efficiency, "elementwise", "efficiency.",
            cluster.efficiency.elementwise, false);
+    number(*efficiency, "update", "efficiency.", cluster.efficiency.update,
+           false);
     number(*efficiency, "usable_memory", "efficiency.",
            cluster.efficiency.usableMemory, false);
   }
@@ -288,10 +293,10 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   if (error.empty() && (cluster.nodes < 1 || cluster.gpusPerNode < 1))
     error = "nodes and gpus_per_node must be at least 1";
   const Efficiency &e = cluster.efficiency;
-  if (error.empty() &&
-      (e.contraction <= 0 || e.memory <= 0 || e.elementwise <= 0))
-    error = "efficiency.contraction, .memory and .elementwise must be "
-            "positive";
+  if (error.empty() && (e.contraction <= 0 || e.memory <= 0 ||
+                        e.elementwise <= 0 || e.update <= 0))
+    error = "efficiency.contraction, .memory, .elementwise and .update must "
+            "be positive";
   if (!error.empty())
     return std::nullopt;
   return cluster;

@@ -128,23 +128,49 @@ struct Pricer {
 
   double activationBytes() const { return setup.mixedPrecision ? 2 : 4; }
 
-  double compute(const Work &work, double scale, double elementBytes) const {
+  /// The cache one rank's data gets (a CPU's is its cores' caches): ranks
+  /// that share a core share its cache, each evicting the other's data
+  /// when it runs.
+  double rankCache() const {
+    if (cluster.coresPerNode == 0)
+      return cluster.gpu.cacheBytes;
+    double cores =
+        std::min(double(std::max<int64_t>(1, cluster.threadsPerRank)),
+                 double(cluster.coresPerNode) /
+                     double(std::max<int64_t>(1, cluster.gpusPerNode)));
+    return cluster.gpu.cacheBytes * cores;
+  }
+
+  /// The share of an op's bytes the cache serves when a rank's ops reuse
+  /// `footprint` bytes: what a backward op reads, its forward op wrote a
+  /// whole footprint of other data ago.
+  double cacheHit(double footprint) const {
+    if (cluster.gpu.cacheBytes <= 0 || cluster.gpu.cacheBandwidth <= 0)
+      return 0;
+    return footprint <= 0 ? 1 : std::min(1.0, rankCache() / footprint);
+  }
+
+  /// Seconds of `work`, its elementwise ops at `elementwise` of their
+  /// roofline.
+  double compute(const Work &work, double scale, double elementBytes,
+                 double hit, double elementwise) const {
     double peak =
         setup.mixedPrecision ? cluster.gpu.peakBf16 : cluster.gpu.peakFp32;
     double seconds = cluster.gpu.opOverhead * double(work.ops.size());
     for (const OpWork &op : work.ops) {
       double bytes = op.elements * scale * elementBytes;
-      // An op whose data fits in the cache streams at the cache's speed.
-      double bandwidth =
-          (bytes <= cluster.gpu.cacheBytes ? cluster.gpu.cacheBandwidth
-                                           : cluster.gpu.memoryBandwidth) *
-          efficiency.memory;
+      // An op larger than the cache streams all of it from memory.
+      double cached = bytes <= rankCache() ? hit : 0;
+      double secondsPerByte = (1 - cached) / cluster.gpu.memoryBandwidth;
+      if (cached > 0)
+        secondsPerByte += cached / cluster.gpu.cacheBandwidth;
+      double bandwidth = efficiency.memory / secondsPerByte;
       seconds += op.contraction
                      ? rooflineTime(op.flops * scale, bytes, peak, bandwidth,
                                     efficiency.contraction)
                      : rooflineTime(op.flops * scale, bytes,
                                     cluster.gpu.peakFp32, bandwidth, 1.0) /
-                           efficiency.elementwise;
+                           elementwise;
     }
     return seconds;
   }
@@ -256,17 +282,10 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
     return price.collectives(w, scale, act, plan.tp, tpLink);
   };
 
-  // One micro-batch of one layer.
-  double layerForward = price.compute(profile->layerForward, scale, act);
-  double layerBackward = price.compute(profile->layerBackward, scale, act);
   double layerTpForward = tpTime(profile->layerForward);
   double layerTpBackward = tpTime(profile->layerBackward);
-  if (plan.recompute == Recompute::Full) {
-    layerBackward += layerForward;
+  if (plan.recompute == Recompute::Full)
     layerTpBackward += layerTpForward;
-  } else if (plan.recompute == Recompute::Selective) {
-    layerBackward += price.compute(profile->layerAttention, scale, act);
-  }
   const int64_t layersPerStage = (model.layers + plan.pp - 1) / plan.pp;
   const double activationPerLayer =
       activationBytesPerLayer(model.seq, plan.microbatchSize, model.hidden,
@@ -281,33 +300,49 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   // Cross-entropy keeps f32 logits, split over tp (Korthikanti: 4sbv/t).
   const double logits =
       4.0 * model.seq * plan.microbatchSize * model.vocab / plan.tp;
+  StateBytes bytes =
+      setup.mixedPrecision ? StateBytes{2, 4, 12} : StateBytes{4, 4, 8};
 
   auto stage = [&](bool first, bool last) {
     Stage s;
-    s.compute = layersPerStage * (layerForward + layerBackward);
-    s.backward = layersPerStage * layerBackward;
-    s.tensorParallel = layersPerStage * (layerTpForward + layerTpBackward);
     s.parameters = layersPerStage * profile->layerParameters;
-    double held = first ? inFlight : 1;
-    s.activations = layersPerStage * activationPerLayer * held;
-    if (first) {
-      s.compute += price.compute(profile->preForward, scale, act) +
-                   price.compute(profile->preBackward, scale, act);
-      s.tensorParallel +=
-          tpTime(profile->preForward) + tpTime(profile->preBackward);
-    }
-    if (last) {
-      double backward = price.compute(profile->postBackward, scale, act);
-      s.compute += price.compute(profile->postForward, scale, act) + backward;
-      s.backward += backward;
-      s.tensorParallel +=
-          tpTime(profile->postForward) + tpTime(profile->postBackward);
-      s.activations += logits;
-    }
     if (first && last)
       s.parameters += profile->otherParameters;
     else
       s.parameters += first ? profile->preParameters : profile->postParameters;
+    double held = first ? inFlight : 1;
+    s.activations =
+        layersPerStage * activationPerLayer * held + (last ? logits : 0);
+    // A backward op reads what its forward op wrote: in between, the rank
+    // touched the activations of the layers between them for this
+    // micro-batch and, on average, half of the others it holds.
+    double hit = price.cacheHit(s.activations / held * (held + 1) / 2);
+    auto computeTime = [&](const Work &w) {
+      return price.compute(w, scale, act, hit, efficiency.elementwise);
+    };
+    // One micro-batch of one layer.
+    double layerForward = computeTime(profile->layerForward);
+    double layerBackward = computeTime(profile->layerBackward);
+    if (plan.recompute == Recompute::Full)
+      layerBackward += layerForward;
+    else if (plan.recompute == Recompute::Selective)
+      layerBackward += computeTime(profile->layerAttention);
+    s.compute = layersPerStage * (layerForward + layerBackward);
+    s.backward = layersPerStage * layerBackward;
+    s.tensorParallel = layersPerStage * (layerTpForward + layerTpBackward);
+    if (first) {
+      s.compute +=
+          computeTime(profile->preForward) + computeTime(profile->preBackward);
+      s.tensorParallel +=
+          tpTime(profile->preForward) + tpTime(profile->preBackward);
+    }
+    if (last) {
+      double backward = computeTime(profile->postBackward);
+      s.compute += computeTime(profile->postForward) + backward;
+      s.backward += backward;
+      s.tensorParallel +=
+          tpTime(profile->postForward) + tpTime(profile->postBackward);
+    }
     return s;
   };
   llvm::SmallVector<Stage, 2> stages;
@@ -316,8 +351,6 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   else
     stages = {stage(true, false), stage(false, true)};
 
-  StateBytes bytes =
-      setup.mixedPrecision ? StateBytes{2, 4, 12} : StateBytes{4, 4, 8};
   Prediction prediction;
   prediction.plan = plan;
   prediction.memoryCapacity = cluster.gpu.memoryBytes * efficiency.usableMemory;
@@ -363,7 +396,10 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
     double updated = s.parameters / (plan.zero >= 1 ? plan.dp : 1);
     if (profile->updateParameters > 0) {
       double share = updated / profile->updateParameters;
-      t.optimizer = price.compute(profile->update, share, 4) +
+      double state =
+          updated * (bytes.weights + bytes.gradients + bytes.optimizer);
+      t.optimizer = price.compute(profile->update, share, 4,
+                                  price.cacheHit(state), efficiency.update) +
                     price.collectives(profile->update, 1, 4, plan.tp, tpLink);
     }
     // Ranks that share cores: the node runs `concurrency` ranks' threads at
@@ -416,19 +452,26 @@ std::optional<Prediction> predict(const ModelProfile &model,
                                   const Cluster &cluster,
                                   const TrainingSetup &setup, const Plan &plan,
                                   std::string &error) {
-  // Ranks that share cores: a collective waits until its ranks run. Price
-  // it first as if every rank were busy (the contended latency), then at
-  // the share of the step the ranks are busy: a pipeline's ranks sleep in
-  // its bubble and while they wait for a stage's sends, and leave the cores
-  // to the others.
+  // Ranks that share cores: a collective waits until its ranks run, and
+  // runs slower than alone while they compete for the cores. Price it
+  // first as if every rank were busy (the contended link), then at the
+  // share of the step the ranks are busy: a pipeline's ranks sleep in its
+  // bubble and while they wait for a stage's sends, and leave the cores to
+  // the others.
   double concurrency = double(cluster.coresPerNode) /
                        std::max<int64_t>(1, cluster.threadsPerRank);
   double ranks = double(cluster.gpusPerNode);
-  if (cluster.coresPerNode == 0 || cluster.contendedLatency <= 0 ||
-      ranks <= concurrency)
+  Link contendedLink = cluster.intraNode;
+  if (cluster.contendedLatency > 0)
+    contendedLink.latency = cluster.contendedLatency;
+  if (cluster.contendedBandwidth > 0)
+    contendedLink.bandwidth = cluster.contendedBandwidth;
+  bool contends = contendedLink.latency != cluster.intraNode.latency ||
+                  contendedLink.bandwidth != cluster.intraNode.bandwidth;
+  if (cluster.coresPerNode == 0 || !contends || ranks <= concurrency)
     return predictOnLinks(model, cluster, setup, plan, error);
   Cluster contended = cluster;
-  contended.intraNode.latency = cluster.contendedLatency;
+  contended.intraNode = contendedLink;
   std::optional<Prediction> busy =
       predictOnLinks(model, contended, setup, plan, error);
   if (!busy)
@@ -437,9 +480,13 @@ std::optional<Prediction> predict(const ModelProfile &model,
   double busyShare = 1 - (t.bubble + t.pipelineSends) / busy->stepTime();
   double excess = std::clamp(
       (ranks * busyShare - concurrency) / (ranks - concurrency), 0.0, 1.0);
+  // Interpolated per byte, as the time of a transfer is.
   Cluster shared = cluster;
   shared.intraNode.latency +=
-      excess * (cluster.contendedLatency - cluster.intraNode.latency);
+      excess * (contendedLink.latency - cluster.intraNode.latency);
+  shared.intraNode.bandwidth = 1 / (1 / cluster.intraNode.bandwidth +
+                                    excess * (1 / contendedLink.bandwidth -
+                                              1 / cluster.intraNode.bandwidth));
   return predictOnLinks(model, shared, setup, plan, error);
 }
 

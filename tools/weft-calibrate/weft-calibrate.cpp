@@ -311,7 +311,7 @@ int main(int argc, char **argv) {
             "\"usable_memory\": 0.8}}\n",
             ranks, cores, threads, cpuModel().c_str(), threads, gemmRate / 1e12,
             gemmRate / 1e12, memoryGb, bandwidth / 1e9, overhead * 1e6,
-            l2 / 2 / 1e6, cacheBandwidth / 1e9, sendLatency * 1e6,
+            l2 / 1e6, cacheBandwidth / 1e9, sendLatency * 1e6,
             ranks > cores ? alpha * 1e6 : 0.0, beta / 1e9, pairAlpha * 1e6,
             ranks, beta / 1e9, pairAlpha * 1e6);
     fclose(out);

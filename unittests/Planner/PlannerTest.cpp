@@ -225,6 +225,77 @@ TEST(Predict, ElementwiseEfficiencyDividesOnlyElementwiseTime) {
   EXPECT_NEAR(atQuarter, 3 * atHalf, 1e-9 * atQuarter);
 }
 
+TEST(Predict, ElementwiseBytesComeFromTheCacheByFootprint) {
+  // One memory-bound op per layer forward. Its bytes come from the cache
+  // in the share the cache holds of what a micro-batch's layers keep for
+  // their backward (the rank's footprint), the rest from memory.
+  ModelProfile model = handModel(4);
+  ModelProfile withElementwise = model;
+  const double elements = 1e5;
+  for (TensorParallelProfile &p : withElementwise.tensorParallel)
+    p.layerForward.ops.push_back({0, elements, false});
+  TrainingSetup setup{8, true};
+  const double footprint =
+      4 * activationBytesPerLayer(1024, 1, 4096, 32, 1, false,
+                                  Recompute::None) +
+      4.0 * 1024 * 32000; // the f32 logits
+  auto elementwise = [&](Cluster cluster) {
+    cluster.efficiency.memory = 1;
+    std::string error;
+    std::optional<Prediction> with =
+        predict(withElementwise, cluster, setup, Plan{8, 1, 1, 1, 1}, error);
+    std::optional<Prediction> without =
+        predict(model, cluster, setup, Plan{8, 1, 1, 1, 1}, error);
+    EXPECT_TRUE(with && without) << error;
+    return with && without ? with->time.compute - without->time.compute : 0;
+  };
+  Cluster cluster = a100(1);
+  const double bytes = 4 * elements * 2; // 4 layers, bf16
+  const double memory = cluster.gpu.memoryBandwidth;
+  // No cache described: every byte from memory.
+  EXPECT_NEAR(elementwise(cluster), bytes / memory, 1e-6 * bytes / memory);
+  cluster.gpu.cacheBandwidth = 4 * memory;
+  cluster.gpu.cacheBytes = footprint / 4;
+  double quarter = 0.25 / (4 * memory) + 0.75 / memory;
+  EXPECT_NEAR(elementwise(cluster), bytes * quarter, 1e-6 * bytes * quarter);
+  cluster.gpu.cacheBytes = 2 * footprint;
+  EXPECT_NEAR(elementwise(cluster), bytes / (4 * memory),
+              1e-6 * bytes / memory);
+  // CPU ranks that share cores share their caches: 8 ranks on 4 cores get
+  // half a core's cache each.
+  cluster.gpu.cacheBytes = footprint / 2;
+  cluster.coresPerNode = 4;
+  cluster.threadsPerRank = 1;
+  EXPECT_NEAR(elementwise(cluster), bytes * quarter, 1e-6 * bytes * quarter);
+}
+
+TEST(Predict, TheUpdateHasItsOwnEfficiency) {
+  // The optimizer's update runs at efficiency.update of its roofline; the
+  // layers' elementwise efficiency does not touch it.
+  ModelProfile model = handModel(4);
+  for (TensorParallelProfile &p : model.tensorParallel)
+    p.update.ops.push_back({0, 4 * kLayerParameters, false});
+  TrainingSetup setup{8, true};
+  auto optimizer = [&](double elementwise, double update) {
+    Cluster cluster = a100(1);
+    cluster.efficiency.elementwise = elementwise;
+    cluster.efficiency.update = update;
+    std::string error;
+    std::optional<Prediction> p =
+        predict(model, cluster, setup, Plan{8, 1, 1, 1, 1}, error);
+    EXPECT_TRUE(p) << error;
+    return p ? p->time.optimizer : 0.0;
+  };
+  double atOne = optimizer(1, 1);
+  Cluster cluster = a100(1);
+  double bytes = 4 * kLayerParameters * 4; // f32 state
+  EXPECT_NEAR(atOne,
+              bytes / (cluster.gpu.memoryBandwidth * cluster.efficiency.memory),
+              1e-9 * atOne);
+  EXPECT_EQ(optimizer(0.25, 1), atOne);
+  EXPECT_NEAR(optimizer(1, 0.5), 2 * atOne, 1e-9 * atOne);
+}
+
 TEST(Predict, RejectsPlansThatAreNotPlans) {
   ModelProfile model = handModel(4, 2);
   Cluster cluster = a100(1);

@@ -53,6 +53,9 @@ struct Efficiency {
   /// Of the roofline that elementwise ops and reductions reach: on a CPU,
   /// compiled loops run slower than their bytes allow (calibrated).
   double elementwise = 1.0;
+  /// Of the roofline the optimizer's update reaches: one long streaming
+  /// loop over the parameters and their state (calibrated apart).
+  double update = 1.0;
   double usableMemory = 0.9; // the rest: allocator and workspace
 };
 
@@ -84,10 +87,12 @@ struct Cluster {
   /// The latency of one send between pipeline stages when it differs from
   /// a collective step's (0: the link's).
   double sendLatency = 0;
-  /// With more busy ranks than cores, a collective step's latency when
-  /// every rank is busy (the intra-node latency is a pair's, the others
-  /// idle); 0: no such effect.
+  /// With more busy ranks than cores, a collective step's latency and the
+  /// link's bandwidth when every rank is busy, as a training step sees
+  /// them (the intra-node link is a pair's, the others idle); 0: no such
+  /// effect.
   double contendedLatency = 0;
+  double contendedBandwidth = 0;
   Efficiency efficiency;
 
   int64_t gpus() const { return nodes * gpusPerNode; }
