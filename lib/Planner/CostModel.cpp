@@ -267,9 +267,6 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   double contendedUs = 0;
   number(*root, "contended_latency_us", "", contendedUs, false);
   cluster.contendedLatency = contendedUs * 1e-6;
-  double contendedGb = 0;
-  number(*root, "contended_bandwidth_gbps", "", contendedGb, false);
-  cluster.contendedBandwidth = contendedGb * giga;
   double overheadUs = 0;
   number(*gpu, "op_overhead_us", "gpu.", overheadUs, false);
   cluster.gpu.opOverhead = overheadUs * 1e-6;

@@ -452,26 +452,19 @@ std::optional<Prediction> predict(const ModelProfile &model,
                                   const Cluster &cluster,
                                   const TrainingSetup &setup, const Plan &plan,
                                   std::string &error) {
-  // Ranks that share cores: a collective waits until its ranks run, and
-  // runs slower than alone while they compete for the cores. Price it
-  // first as if every rank were busy (the contended link), then at the
-  // share of the step the ranks are busy: a pipeline's ranks sleep in its
-  // bubble and while they wait for a stage's sends, and leave the cores to
-  // the others.
+  // Ranks that share cores: a collective waits until its ranks run. Price
+  // it first as if every rank were busy (the contended latency), then at
+  // the share of the step the ranks are busy: a pipeline's ranks sleep in
+  // its bubble and while they wait for a stage's sends, and leave the cores
+  // to the others.
   double concurrency = double(cluster.coresPerNode) /
                        std::max<int64_t>(1, cluster.threadsPerRank);
   double ranks = double(cluster.gpusPerNode);
-  Link contendedLink = cluster.intraNode;
-  if (cluster.contendedLatency > 0)
-    contendedLink.latency = cluster.contendedLatency;
-  if (cluster.contendedBandwidth > 0)
-    contendedLink.bandwidth = cluster.contendedBandwidth;
-  bool contends = contendedLink.latency != cluster.intraNode.latency ||
-                  contendedLink.bandwidth != cluster.intraNode.bandwidth;
-  if (cluster.coresPerNode == 0 || !contends || ranks <= concurrency)
+  if (cluster.coresPerNode == 0 || cluster.contendedLatency <= 0 ||
+      ranks <= concurrency)
     return predictOnLinks(model, cluster, setup, plan, error);
   Cluster contended = cluster;
-  contended.intraNode = contendedLink;
+  contended.intraNode.latency = cluster.contendedLatency;
   std::optional<Prediction> busy =
       predictOnLinks(model, contended, setup, plan, error);
   if (!busy)
@@ -480,13 +473,9 @@ std::optional<Prediction> predict(const ModelProfile &model,
   double busyShare = 1 - (t.bubble + t.pipelineSends) / busy->stepTime();
   double excess = std::clamp(
       (ranks * busyShare - concurrency) / (ranks - concurrency), 0.0, 1.0);
-  // Interpolated per byte, as the time of a transfer is.
   Cluster shared = cluster;
   shared.intraNode.latency +=
-      excess * (contendedLink.latency - cluster.intraNode.latency);
-  shared.intraNode.bandwidth = 1 / (1 / cluster.intraNode.bandwidth +
-                                    excess * (1 / contendedLink.bandwidth -
-                                              1 / cluster.intraNode.bandwidth));
+      excess * (cluster.contendedLatency - cluster.intraNode.latency);
   return predictOnLinks(model, shared, setup, plan, error);
 }
 

@@ -87,12 +87,10 @@ struct Cluster {
   /// The latency of one send between pipeline stages when it differs from
   /// a collective step's (0: the link's).
   double sendLatency = 0;
-  /// With more busy ranks than cores, a collective step's latency and the
-  /// link's bandwidth when every rank is busy, as a training step sees
-  /// them (the intra-node link is a pair's, the others idle); 0: no such
-  /// effect.
+  /// With more busy ranks than cores, a collective step's latency when
+  /// every rank is busy (the intra-node latency is a pair's, the others
+  /// idle); 0: no such effect.
   double contendedLatency = 0;
-  double contendedBandwidth = 0;
   Efficiency efficiency;
 
   int64_t gpus() const { return nodes * gpusPerNode; }
