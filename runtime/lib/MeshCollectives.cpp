@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace weft::runtime {
@@ -61,13 +62,38 @@ std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &sizes) {
   return strides;
 }
 
-/// Copies `view` into a dense row-major buffer.
-std::vector<char> pack(const View &view, size_t elementSize) {
-  std::vector<char> dense(view.count() * elementSize);
+/// Buffers a collective arranges its data in, kept from call to call: a
+/// step's collectives reuse the last step's pages instead of faulting in
+/// and zeroing fresh ones (megabytes for a gradient bucket).
+class Scratch {
+public:
+  char *get(size_t bytes) {
+    if (bytes > capacity) {
+      storage.reset(new char[bytes]);
+      capacity = bytes;
+    }
+    return storage.get();
+  }
+
+private:
+  std::unique_ptr<char[]> storage;
+  size_t capacity = 0;
+};
+thread_local Scratch scratch[3];
+
+/// `view`'s data dense and row-major: the view itself when it is, else
+/// copied into `into`.
+const char *dense(const View &view, size_t elementSize, Scratch &into) {
   std::vector<int64_t> strides = rowMajorStrides(view.sizes);
-  copyStrided(view.data, view.strides.data(), dense.data(), strides.data(),
+  bool contiguous = true;
+  for (size_t d = 0; d < view.sizes.size(); ++d)
+    contiguous &= view.sizes[d] == 1 || view.strides[d] == strides[d];
+  if (contiguous)
+    return view.data;
+  char *copy = into.get(view.count() * elementSize);
+  copyStrided(view.data, view.strides.data(), copy, strides.data(),
               view.sizes.data(), int(view.sizes.size()), elementSize);
-  return dense;
+  return copy;
 }
 
 /// Shape [outer, n, inner] around `dim`.
@@ -122,30 +148,34 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
              kind == Send ? dim : kind, int64_t(in.count() * elementSize),
              start};
   int64_t parts = group.size();
-  std::vector<char> dense = pack(in, elementSize);
+  const size_t bytes = in.count() * elementSize;
+  const char *packed = dense(in, elementSize, scratch[0]);
   std::vector<int64_t> outStrides = rowMajorStrides(out.sizes);
   int rank = int(in.sizes.size());
   switch (kind) {
   case Send:
-    group.send(dense.data(), in.count(), dtype, int(dim), int(concatDim));
-    memcpy(out.data, dense.data(), dense.size());
+    group.send(packed, in.count(), dtype, int(dim), int(concatDim));
+    if (out.data != packed)
+      memcpy(out.data, packed, bytes);
     return;
   case AllReduce:
-    group.allReduce(dense.data(), in.count(), dtype, ReduceOp::Sum);
-    memcpy(out.data, dense.data(), dense.size());
+    // In place in the (dense) result.
+    if (out.data != packed)
+      memcpy(out.data, packed, bytes);
+    group.allReduce(out.data, in.count(), dtype, ReduceOp::Sum);
     return;
   case AllGather: {
     // Gathered blocks arrive as [parts, outer, n, inner]; the result is
     // [outer, parts * n, inner].
-    std::vector<char> gathered(dense.size() * parts);
-    group.allGather(dense.data(), gathered.data(), in.count(), dtype);
+    char *gathered = scratch[1].get(bytes * parts);
+    group.allGather(packed, gathered, in.count(), dtype);
     int64_t outer, inner;
     around(in.sizes, dim, outer, inner);
     int64_t n = in.sizes[dim];
     int64_t sizes[4] = {parts, outer, n, inner};
     int64_t from[4] = {outer * n * inner, n * inner, inner, 1};
     int64_t to[4] = {n * inner, parts * n * inner, inner, 1};
-    copyStrided(gathered.data(), from, out.data, to, sizes, 4, elementSize);
+    copyStrided(gathered, from, out.data, to, sizes, 4, elementSize);
     return;
   }
   case ReduceScatter: {
@@ -153,13 +183,12 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
     int64_t outer, inner;
     around(in.sizes, dim, outer, inner);
     int64_t n = in.sizes[dim] / parts;
-    std::vector<char> blocks(dense.size());
+    char *blocks = scratch[1].get(bytes);
     int64_t sizes[4] = {parts, outer, n, inner};
     int64_t from[4] = {n * inner, parts * n * inner, inner, 1};
     int64_t to[4] = {outer * n * inner, n * inner, inner, 1};
-    copyStrided(dense.data(), from, blocks.data(), to, sizes, 4, elementSize);
-    group.reduceScatter(blocks.data(), out.data, out.count(), dtype,
-                        ReduceOp::Sum);
+    copyStrided(packed, from, blocks, to, sizes, 4, elementSize);
+    group.reduceScatter(blocks, out.data, out.count(), dtype, ReduceOp::Sum);
     return;
   }
   case AllToAll: {
@@ -171,16 +200,15 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
     int64_t pieceCount = in.count() / parts;
     std::vector<int64_t> inStrides = rowMajorStrides(in.sizes);
     std::vector<int64_t> pieceStrides = rowMajorStrides(pieceSizes);
-    std::vector<char> send(dense.size()), recv(dense.size());
+    char *send = scratch[1].get(bytes);
+    char *recv = scratch[2].get(bytes);
     for (int64_t p = 0; p < parts; ++p)
-      copyStrided(dense.data() +
-                      p * pieceSizes[dim] * inStrides[dim] * elementSize,
-                  inStrides.data(), send.data() + p * pieceCount * elementSize,
+      copyStrided(packed + p * pieceSizes[dim] * inStrides[dim] * elementSize,
+                  inStrides.data(), send + p * pieceCount * elementSize,
                   pieceStrides.data(), pieceSizes.data(), rank, elementSize);
-    group.allToAll(send.data(), recv.data(), pieceCount, dtype);
+    group.allToAll(send, recv, pieceCount, dtype);
     for (int64_t p = 0; p < parts; ++p)
-      copyStrided(recv.data() + p * pieceCount * elementSize,
-                  pieceStrides.data(),
+      copyStrided(recv + p * pieceCount * elementSize, pieceStrides.data(),
                   out.data + p * pieceSizes[concatDim] * outStrides[concatDim] *
                                  elementSize,
                   outStrides.data(), pieceSizes.data(), rank, elementSize);
