@@ -2,9 +2,9 @@
 """Predicted against measured step times of parallel plans on this machine.
 
 Calibrates the `cpu-local` cluster for the rank count
-(utils/calibrate_cpu_local.py: weft-calibrate under mpiexec, then a
-one-rank reference step). For every plan weft-plan --fix predicts its step
-time and weftc --train --plan=<the same plan> compiles it. Then weft-run
+(utils/calibrate_cpu_local.py: weft-calibrate under mpiexec, then two
+one-rank reference steps). For every plan weft-plan --fix predicts its
+step time and weftc --train --plan=<the same plan> compiles it. Then weft-run
 trains every plan for --steps steps on the bundled corpus, plan after plan,
 for --rounds rounds in a rotating order: this machine's speed drifts by
 tens of percent over seconds, and interleaving spreads the drift over all
