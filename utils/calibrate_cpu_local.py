@@ -57,19 +57,19 @@ def main():
     # seq 8, batch 1). Neither is a model the validation bench trains.
     work = tempfile.mkdtemp(prefix="weft-calibrate-")
     references = {
-        "layers": ["--layers", "3", "--hidden", "96", "--heads", "4",
-                   "--vocab", "256", "--seq", "48", "--batch", "4"],
-        "update": ["--layers", "1", "--hidden", "256", "--heads", "4",
-                   "--vocab", "2048", "--seq", "8", "--batch", "1"],
+        "layers": dict(layers=3, hidden=96, heads=4, vocab=256, seq=48,
+                       batch=4),
+        "update": dict(layers=1, hidden=256, heads=4, vocab=2048, seq=8,
+                       batch=1),
     }
-    tokens = {"layers": 4 * 48, "update": 8}
     env = dict(os.environ,
                OMP_NUM_THREADS=str(cluster["threads_per_rank"]))
     models, programs = {}, {}
     for name, shape in references.items():
         models[name] = os.path.join(work, name + ".onnx")
         run([sys.executable, os.path.join(here, "utils", "gen_gpt2.py")] +
-            shape + ["-o", models[name]])
+            [arg for key, value in shape.items()
+             for arg in (f"--{key}", str(value))] + ["-o", models[name]])
         programs[name] = os.path.join(work, name)
         run([os.path.join(bin_dir, "weftc"), models[name], "--train", "-o",
              programs[name]])
@@ -85,8 +85,8 @@ def main():
                  "--steps", str(args.steps), "--print-every",
                  str(args.steps), "--log", log], env=env)
             steps = [json.loads(line) for line in open(log)]
-            times[name] += [tokens[name] / s["tokens_per_s"]
-                            for s in steps[4:]]
+            tokens = references[name]["batch"] * references[name]["seq"]
+            times[name] += [tokens / s["tokens_per_s"] for s in steps[4:]]
     measured = {name: statistics.median(t) for name, t in times.items()}
 
     def predict(name, elementwise, update):
@@ -123,11 +123,10 @@ def main():
               f"ms at the measured rate, elementwise {e * 1e3:.1f} ms and "
               f"update {u * 1e3:.1f} ms at the measured bandwidth")
     if inverse_elementwise <= 0 or inverse_update <= 0:
-        sys.exit("calibrate_cpu_local: error: the reference steps do not "
-                 "fit positive efficiencies (elementwise "
-                 f"{1 / inverse_elementwise if inverse_elementwise else 0:.3g}"
-                 f", update {1 / inverse_update if inverse_update else 0:.3g})"
-                 ": the machine's speed changed between them; run again")
+        sys.exit("calibrate_cpu_local: error: the reference steps fit no "
+                 "positive efficiencies (1/elementwise "
+                 f"{inverse_elementwise:.3g}, 1/update {inverse_update:.3g}):"
+                 " the machine's speed changed between them; run again")
     cluster["efficiency"]["elementwise"] = 1 / inverse_elementwise
     cluster["efficiency"]["update"] = 1 / inverse_update
     json.dump(cluster, open(output, "w"), indent=1)
