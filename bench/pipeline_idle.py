@@ -112,7 +112,7 @@ def main():
         trace_path = exe + ".trace.json"
         subprocess.run([os.path.join(args.bin, "weft-run"), exe, "--data", args.data,
                         "--steps", str(args.steps), "--print-every", str(args.steps),
-                        "--trace", trace_path], check=True, capture_output=True)
+                        "--trace", trace_path], check=True, capture_output=True, cwd=work)
         with open(trace_path) as f:
             trace = json.load(f)
         windows = step_windows(trace)[1:]

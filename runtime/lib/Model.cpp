@@ -7,6 +7,7 @@
 //   groups <n> <axes mask>...          (partitioned models only)
 //   optimizer <name> <beta1> <beta2> <vocab> <flops>   (training steps only;
 //             flops: the whole step's contraction FLOPs over all ranks)
+//   tokens <name>                      (training steps: the token input)
 //   buffer <input|param|state|output> <name> <dtype> <rank> <global dims...>
 //          <sharding> [<offset> <shard stride>]
 // The sharding is a ShardSpec ("*" for a scalar). Params carry the byte
@@ -91,6 +92,7 @@ struct weft_model {
   MeshShape mesh;
   std::string meshText;
   std::string optimizer;
+  std::string tokenInput;
   double stepFlops = 0;
   double beta1 = 0, beta2 = 0;
   int64_t vocab = 0;
@@ -144,6 +146,12 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
     if (keyword == "optimizer") {
       fields >> model->optimizer >> model->beta1 >> model->beta2 >>
           model->vocab >> model->stepFlops;
+      continue;
+    }
+    if (keyword == "tokens") {
+      std::string name;
+      fields >> name;
+      model->tokenInput = unescape(name);
       continue;
     }
     if (keyword == "mesh" || keyword == "groups") {
@@ -363,6 +371,10 @@ const char *weft_model_optimizer(const weft_model *model, double *beta1,
   if (beta2)
     *beta2 = model->beta2;
   return model->optimizer.c_str();
+}
+
+const char *weft_model_token_input(const weft_model *model) {
+  return model->tokenInput.c_str();
 }
 
 void *weft_model_output(weft_model *model, size_t i) {

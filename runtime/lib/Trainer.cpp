@@ -1,7 +1,7 @@
 //===- Trainer.cpp - The training loop of a compiled training step --------===//
 //
 // A model compiled with `weftc --train` computes one step:
-//   (input_ids, labels, lr, [bias1, bias2], params, state)
+//   (tokens, labels, lr, [bias1, bias2], params, state)
 //     -> (loss, grad_norm, param:<name>..., state:<kind>:<name>...)
 // The trainer keeps writable copies of this rank's parameter shards, feeds
 // each step's new parameters and state back, draws batches from a token
@@ -128,17 +128,30 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
                                              : outputs;
     table[info->name] = i;
   }
-  for (const char *name : {"input_ids", "labels", "lr"})
+  // The compiler names the input that holds the token ids.
+  const std::string tokens = weft_model_token_input(model);
+  if (tokens.empty())
+    return fail(rank, "the program names no token input: it is not a "
+                      "training step (weftc --train)");
+  for (const std::string &name :
+       {tokens, std::string("labels"), std::string("lr")})
     if (!inputs.count(name))
-      return fail(rank,
-                  std::string("the training step has no input '") + name + "'");
-  const weft_buffer_info *idsInfo =
-      weft_model_buffer(model, inputs["input_ids"]);
+      return fail(rank, "the training step has no input '" + name + "'");
+  for (auto &[name, i] : inputs)
+    if (name != tokens && name != "labels" && name != "lr" && name != "bias1" &&
+        name != "bias2")
+      return fail(rank, "the training step has an input '" + name +
+                            "' that the trainer cannot feed (it feeds the "
+                            "token input '" +
+                            tokens +
+                            "', labels, lr and Adam's bias corrections)");
+  const weft_buffer_info *idsInfo = weft_model_buffer(model, inputs[tokens]);
   // [batch, seq], or [micro-batches, batch, seq] with accumulation: the
   // windows of a step are the rows either way.
   if (idsInfo->rank != 2 && idsInfo->rank != 3)
-    return fail(rank, "input_ids must be [batch, seq] or [micro-batches, "
-                      "batch, seq]");
+    return fail(rank, "the token input '" + tokens +
+                          "' must be [batch, seq] or [micro-batches, batch, "
+                          "seq]");
   int64_t seq = idsInfo->shape[idsInfo->rank - 1];
   int64_t batch = 1;
   for (int d = 0; d + 1 < idsInfo->rank; ++d)
@@ -234,10 +247,10 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   };
 
   std::vector<int64_t> ids(batch * seq), labels(batch * seq);
-  // The rows (windows) in this rank's shards of input_ids and labels: the
+  // The rows (windows) in this rank's shards of the tokens and labels: the
   // shard of a tensor holding each element's row number.
   std::vector<bool> ownRow(batch, false);
-  for (const char *name : {"input_ids", "labels"}) {
+  for (const std::string &name : {tokens, std::string("labels")}) {
     const weft_buffer_info *info = weft_model_buffer(model, inputs[name]);
     ShardSpec spec = bufferSpec(info);
     if (spec.isReplicated()) {
@@ -258,7 +271,7 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   std::vector<char> idsShard(idsInfo->local_bytes),
       labelsShard(weft_model_buffer(model, inputs["labels"])->local_bytes);
   float lr = 0, bias1 = 1, bias2 = 1;
-  auto bindInput = [&](const char *name, const void *whole,
+  auto bindInput = [&](const std::string &name, const void *whole,
                        std::vector<char> *shard) {
     size_t i = inputs[name];
     const weft_buffer_info *info = weft_model_buffer(model, i);
@@ -330,7 +343,7 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
           labels[b * seq + s - 1] = token;
       }
     }
-    bindInput("input_ids", ids.data(), &idsShard);
+    bindInput(tokens, ids.data(), &idsShard);
     bindInput("labels", labels.data(), &labelsShard);
     lr = float(learningRate(options, step));
     bias1 = float(1 - std::pow(beta1, double(step)));
@@ -362,8 +375,11 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     for (auto [out, target] : feedback)
       memcpy(weft_model_data(model, target), weft_model_output(model, out),
              weft_model_buffer(model, out)->local_bytes);
-    if (everyone && ((options.saveEvery && step % options.saveEvery == 0) ||
-                     step == options.steps))
+    // Only a run given a directory saves (a trace needs the communicator
+    // too, not a checkpoint).
+    if (!options.checkpointDir.empty() &&
+        ((options.saveEvery && step % options.saveEvery == 0) ||
+         step == options.steps))
       if (int status = save(step))
         return status;
     if (rank != 0)

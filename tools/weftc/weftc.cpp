@@ -99,6 +99,11 @@ static cl::opt<bool> trainFlag("train", cl::desc("Same as --program=train"),
 static cl::opt<std::string> optimizer("optimizer",
                                       cl::desc("adamw (default) or sgd"),
                                       cl::init("adamw"), cl::cat(category));
+static cl::opt<std::string> tokenInput(
+    "token-input",
+    cl::desc("The model input holding the token ids, for --train (default: "
+             "its only integer input)"),
+    cl::cat(category));
 static cl::opt<double> weightDecay("weight-decay",
                                    cl::desc("Weight decay (default 0.1)"),
                                    cl::init(0.1), cl::cat(category));
@@ -558,7 +563,11 @@ int main(int argc, char **argv) {
     std::string where;
     llvm::raw_string_ostream os(where);
     diag.getLocation().print(os);
-    llvm::errs() << "weftc: error: " << message << " (at " << where << ")\n";
+    llvm::errs() << "weftc: "
+                 << (diag.getSeverity() == DiagnosticSeverity::Warning
+                         ? "warning: "
+                         : "error: ")
+                 << message << " (at " << where << ")\n";
     return success();
   });
 
@@ -582,6 +591,7 @@ int main(int argc, char **argv) {
   if (program != Program::Forward) {
     weft::WeftDeriveTrainStepOptions training;
     training.optimizer = optimizer;
+    training.tokenInput = tokenInput;
     training.weightDecay = weightDecay;
     training.clipNorm = clipNorm;
     training.microBatches = gradAccum;
@@ -637,6 +647,16 @@ int main(int argc, char **argv) {
   }
   if (failed(weftPasses.run(*module)))
     return 1;
+  if (auto step = module->lookupSymbol<func::FuncOp>("train_step"))
+    if (auto training = step->getAttrOfType<DictionaryAttr>(
+            weft::WeftDialect::kOptimizerAttrName))
+      if (auto tokens = training.getAs<StringAttr>("tokens"))
+        llvm::errs() << "weftc: training on the token ids in input '"
+                     << tokens.getValue() << "'"
+                     << (tokenInput.empty()
+                             ? " (the model's only integer input)"
+                             : " (--token-input)")
+                     << "\n";
   // The executable runs one function: it becomes `main`.
   StringRef entry = program == Program::Train       ? "train_step"
                     : program == Program::Gradients ? "train_loss_grad"

@@ -167,6 +167,8 @@ std::string buildManifest(func::FuncOp func,
                 std::to_string(number("beta2")) + " " +
                 std::to_string(vocab ? vocab.getInt() : 0) + " " +
                 std::to_string(flops ? flops.getInt() : 0) + "\n";
+    if (auto tokens = optimizer.getAs<StringAttr>("tokens"))
+      manifest += "tokens " + escape(tokens.getValue()) + "\n";
   }
   if (mesh) {
     manifest += "mesh " + std::to_string(mesh->sizes.size());

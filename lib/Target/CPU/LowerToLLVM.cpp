@@ -43,6 +43,7 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
       "lower-affine,expand-strided-metadata,lower-affine,"
       "finalize-memref-to-llvm{use-generic-functions},"
       "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
+      "weft-expand-bf16-conversions,"
       "convert-arith-to-llvm,convert-index-to-llvm,"
       "finalize-memref-to-llvm{use-generic-functions},"
       "convert-cf-to-llvm,convert-func-to-llvm,convert-openmp-to-llvm,"

@@ -9,7 +9,9 @@
 #include "Importer.h"
 
 #include "mlir/IR/Matchers.h"
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 namespace weft::onnx_import {
@@ -284,6 +286,183 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &n) {
   if (typeOf(*a).getElementType() != typeOf(*b).getElementType())
     return nodeError() << "inputs have different element types";
   FailureOr<Value> result = create<MatmulOp>(ValueRange{*a, *b});
+  if (failed(result))
+    return failure();
+  return setOutput(0, *result);
+}
+
+/// Einsum of one or two operands as transposes, sums and one batched
+/// matmul: the letters shared by both operands and the output are the
+/// batch, the shared ones missing from the output are contracted, and each
+/// operand's own letters are its free dims (a letter in one operand alone,
+/// not in the output, is summed first). Diagonals (a letter repeated in one
+/// operand) are not supported.
+LogicalResult Importer::importEinsum(const onnx::NodeProto &n) {
+  std::string equation;
+  for (char c : stringAttr("equation", ""))
+    if (c != ' ')
+      equation += c;
+  SmallVector<Value> operands;
+  for (int i = 0; i < n.input_size(); ++i) {
+    FailureOr<Value> v = requiredInput(i);
+    if (failed(v))
+      return failure();
+    if (!llvm::isa<FloatType>(typeOf(*v).getElementType()))
+      return nodeError() << "only float operands are supported";
+    operands.push_back(*v);
+  }
+  if (operands.empty() || operands.size() > 2)
+    return nodeError() << "einsum of " << operands.size()
+                       << " operands is not supported (1 or 2)";
+  StringRef text(equation);
+  auto [lhsText, outText] = text.split("->");
+  bool explicitOutput = text.contains("->");
+  SmallVector<StringRef> terms;
+  lhsText.split(terms, ',');
+  if (terms.size() != operands.size())
+    return nodeError() << "equation '" << equation << "' has " << terms.size()
+                       << " operand terms for " << operands.size() << " inputs";
+  // "..." stands for the leading dims not named: letters of their own,
+  // aligned from the right across operands.
+  int64_t ellipsisRank = 0;
+  for (auto [term, value] : llvm::zip(terms, operands))
+    if (term.contains("..."))
+      ellipsisRank = std::max<int64_t>(
+          ellipsisRank, typeOf(value).getRank() - (int64_t(term.size()) - 3));
+  auto expand = [&](StringRef term, int64_t rank) {
+    size_t dots = term.find("...");
+    if (dots == StringRef::npos)
+      return term.str();
+    int64_t own = rank - (int64_t(term.size()) - 3);
+    std::string letters;
+    for (int64_t i = ellipsisRank - own; i < ellipsisRank; ++i)
+      letters += char('0' + i);
+    return (term.substr(0, dots) + letters + term.substr(dots + 3)).str();
+  };
+  SmallVector<std::string> inputs;
+  std::map<char, int64_t> sizes;
+  for (auto [term, value] : llvm::zip(terms, operands)) {
+    RankedTensorType type = typeOf(value);
+    std::string letters = expand(term, type.getRank());
+    if (int64_t(letters.size()) != type.getRank() ||
+        llvm::any_of(letters, [](char c) { return c == '.'; }))
+      return nodeError() << "term '" << term.str() << "' does not match an "
+                         << "operand of rank " << type.getRank();
+    for (auto [i, c] : llvm::enumerate(letters)) {
+      if (letters.find(c) != i)
+        return nodeError() << "repeated index '" << c
+                           << "' (a diagonal) is not supported";
+      auto [it, inserted] = sizes.try_emplace(c, type.getDimSize(i));
+      if (!inserted && it->second != type.getDimSize(i))
+        return nodeError() << "index '" << c << "' has sizes " << it->second
+                           << " and " << type.getDimSize(i);
+    }
+    inputs.push_back(letters);
+  }
+  std::string output;
+  if (explicitOutput) {
+    output = expand(outText, ellipsisRank + int64_t(outText.size()) -
+                                 (outText.contains("...") ? 3 : 0));
+  } else {
+    // Implicit form: the ellipsis, then the letters used once, in order.
+    for (int64_t i = 0; i < ellipsisRank; ++i)
+      output += char('0' + i);
+    std::string all = inputs[0] + (inputs.size() > 1 ? inputs[1] : "");
+    for (auto [c, size] : sizes)
+      if (std::isalpha(c) && llvm::count(all, c) == 1)
+        output += c;
+  }
+  for (char c : output)
+    if (!sizes.count(c))
+      return nodeError() << "output index '" << c << "' is not in any operand";
+  auto inOutput = [&](char c) { return output.find(c) != std::string::npos; };
+
+  // Sums away the letters of `term` that `keep` rejects, then transposes to
+  // `order` (and reshapes to `shape` when given).
+  auto arrange = [&](Value value, std::string &term,
+                     function_ref<bool(char)> keep,
+                     const std::string &order) -> FailureOr<Value> {
+    SmallVector<int64_t> summed;
+    std::string kept;
+    for (auto [i, c] : llvm::enumerate(term)) {
+      if (keep(c))
+        kept += c;
+      else
+        summed.push_back(i);
+    }
+    if (!summed.empty()) {
+      FailureOr<Value> sum = create<ReduceSumOp>(
+          ValueRange{value},
+          {named("axes", builder.getDenseI64ArrayAttr(summed))});
+      if (failed(sum))
+        return failure();
+      value = *sum;
+    }
+    term = kept;
+    SmallVector<int64_t> perm;
+    for (char c : order)
+      perm.push_back(term.find(c));
+    if (!llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()))) {
+      FailureOr<Value> t = create<TransposeOp>(
+          ValueRange{value},
+          {named("permutation", builder.getDenseI64ArrayAttr(perm))});
+      if (failed(t))
+        return failure();
+      value = *t;
+    }
+    term = order;
+    return value;
+  };
+  auto extent = [&](StringRef letters) {
+    int64_t p = 1;
+    for (char c : letters)
+      p *= sizes[c];
+    return p;
+  };
+
+  FailureOr<Value> result;
+  if (operands.size() == 1) {
+    result = arrange(operands[0], inputs[0], inOutput, output);
+  } else {
+    auto inOther = [&](int self, char c) {
+      return inputs[1 - self].find(c) != std::string::npos;
+    };
+    std::string batch, contracted, free[2];
+    for (char c : inputs[0])
+      if (inOther(0, c))
+        (inOutput(c) ? batch : contracted) += c;
+    for (int side = 0; side < 2; ++side)
+      for (char c : inputs[side])
+        if (!inOther(side, c) && inOutput(c))
+          free[side] += c;
+    FailureOr<Value> lhs = arrange(
+        operands[0], inputs[0],
+        [&](char c) { return inOutput(c) || inOther(0, c); },
+        batch + free[0] + contracted);
+    FailureOr<Value> rhs = arrange(
+        operands[1], inputs[1],
+        [&](char c) { return inOutput(c) || inOther(1, c); },
+        batch + contracted + free[1]);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    int64_t b = extent(batch), m = extent(free[0]), k = extent(contracted),
+            nn = extent(free[1]);
+    FailureOr<Value> l = reshape(*lhs, {b, m, k});
+    FailureOr<Value> r = reshape(*rhs, {b, k, nn});
+    if (failed(l) || failed(r))
+      return failure();
+    result = create<MatmulOp>(ValueRange{*l, *r});
+    if (failed(result))
+      return failure();
+    std::string letters = batch + free[0] + free[1];
+    SmallVector<int64_t> shape;
+    for (char c : letters)
+      shape.push_back(sizes[c]);
+    result = reshape(*result, shape);
+    if (failed(result))
+      return failure();
+    result = arrange(*result, letters, inOutput, output);
+  }
   if (failed(result))
     return failure();
   return setOutput(0, *result);
@@ -1070,6 +1249,7 @@ const llvm::StringMap<NodeHandler> &handlers() {
     t["Dropout"] = &Importer::importDropout;
     t["MatMul"] = &Importer::importMatMul;
     t["Gemm"] = &Importer::importGemm;
+    t["Einsum"] = &Importer::importEinsum;
     t["Conv"] = &Importer::importConv;
     t["LayerNormalization"] = &Importer::importLayerNorm;
     t["Gather"] = &Importer::importGather;

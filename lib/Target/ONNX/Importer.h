@@ -106,6 +106,7 @@ public:
   LogicalResult importDropout(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
   LogicalResult importGemm(const onnx::NodeProto &node);
+  LogicalResult importEinsum(const onnx::NodeProto &node);
   LogicalResult importConv(const onnx::NodeProto &node);
   LogicalResult importReduce(const onnx::NodeProto &node);
   LogicalResult importSoftmax(const onnx::NodeProto &node);

@@ -88,6 +88,9 @@ void *weft_model_data(weft_model *model, size_t i);
  * vocabulary its labels index, or "" for another program. */
 const char *weft_model_optimizer(const weft_model *model, double *beta1,
                                  double *beta2, int64_t *vocab);
+/* The name of a training step's token input (the trainer feeds its batches
+ * there), or "" for another program. */
+const char *weft_model_token_input(const weft_model *model);
 /* The FLOPs of a training step's contractions, over all ranks (0 for
  * another program): what MFU is measured against. */
 double weft_model_step_flops(const weft_model *model);

@@ -15,6 +15,23 @@ def WeftFuseElementwise : Pass<"weft-fuse-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def WeftExpandBf16Conversions : Pass<"weft-expand-bf16-conversions"> {
+  let summary = "Expand f32 <-> bf16 conversions into integer arithmetic";
+  let description = [{
+    `arith.truncf` from f32 to bf16 becomes integer arithmetic that rounds
+    to nearest, ties to even, and keeps NaNs quiet NaNs; `arith.extf` from
+    bf16 becomes a shift. Without it LLVM calls `__truncsfbf2` on CPUs
+    without AVX512-BF16, and GCC 12's compiler runtime (Debian 12) has no
+    such function, so a bf16 program would not link.
+
+    ```mlir
+    %h = arith.truncf %x : f32 to bf16
+    // becomes bitcasts, shifts, adds and a select on the i32 bits of %x
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def WeftStridedCopiesToLoops : Pass<"weft-strided-copies-to-loops"> {
   let summary = "Turn copies of strided buffers into linalg copies";
   let description = [{

@@ -420,20 +420,36 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
 }
 
 namespace {
-/// matmul(x, transpose(w)) with a 2-D w -> linear(x, w) {transpose_weight}:
-/// the transposed weight (a tied LM head) is never materialized.
-struct MatmulOfTransposedWeight : public OpRewritePattern<MatmulOp> {
+/// True for a weight: a function argument or a constant, possibly cast.
+bool isWeight(Value value) {
+  if (auto cast = value.getDefiningOp<CastOp>())
+    value = cast.getInput();
+  return llvm::isa<BlockArgument>(value) || value.getDefiningOp<ConstantOp>();
+}
+
+/// matmul(x, w) by a 2-D weight w -> linear(x, w), and matmul(x,
+/// transpose(w)) -> linear(x, w) {transpose_weight}: a projection is a
+/// linear whether or not it has a bias (exporters emit bias-free ones as
+/// MatMul by a folded, transposed initializer), and the transposed weight
+/// (a tied LM head) is never materialized. Products of activations (the
+/// adjoints autodiff builds) stay matmuls.
+struct MatmulByWeightIsLinear : public OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
-    auto transpose = op.getRhs().getDefiningOp<TransposeOp>();
-    if (!transpose || transpose.getType().getRank() != 2 ||
+    if (rankedType(op.getRhs()).getRank() != 2 ||
         rankedType(op.getLhs()).getRank() < 2 ||
         !llvm::isa<FloatType>(op.getType().getElementType()))
       return failure();
-    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), op.getLhs(),
-                                          transpose.getInput(), Value(),
-                                          rewriter.getUnitAttr());
+    Value weight = op.getRhs();
+    auto transpose = weight.getDefiningOp<TransposeOp>();
+    if (transpose)
+      weight = transpose.getInput();
+    else if (!isWeight(weight))
+      return failure();
+    rewriter.replaceOpWithNewOp<LinearOp>(
+        op, op.getType(), op.getLhs(), weight, Value(),
+        transpose ? rewriter.getUnitAttr() : UnitAttr());
     return success();
   }
 };
@@ -500,7 +516,7 @@ void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
 
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                            MLIRContext *context) {
-  results.add<MatmulOfTransposedWeight>(context);
+  results.add<MatmulByWeightIsLinear>(context);
 }
 
 LogicalResult LinearOp::inferReturnTypes(MLIRContext *context,
@@ -1005,6 +1021,66 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   if (!host)
     return {};
   return slice(*host, getOffsets(), getSizes(), getStrides()).toAttr();
+}
+
+namespace {
+/// The slices of a tensor that are its only users, unit-strided and cutting
+/// one axis into consecutive pieces from start to end -> one split: the
+/// partitioner then splits each piece alike (blocked sharding) instead of
+/// gathering the whole tensor to cut it.
+struct SlicesTilingAnAxisAreASplit : public OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    Value input = op.getInput();
+    ArrayRef<int64_t> shape = rankedType(input).getShape();
+    SmallVector<SliceOp> pieces;
+    std::optional<int64_t> axis;
+    for (Operation *user : input.getUsers()) {
+      auto slice = dyn_cast<SliceOp>(user);
+      if (!slice ||
+          llvm::any_of(slice.getStrides(), [](int64_t s) { return s != 1; }))
+        return failure();
+      for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+        if (slice.getOffsets()[d] == 0 && slice.getSizes()[d] == shape[d])
+          continue;
+        if (axis && *axis != d)
+          return failure();
+        axis = d;
+      }
+      pieces.push_back(slice);
+    }
+    if (!axis || pieces.size() < 2)
+      return failure();
+    llvm::sort(pieces, [&](SliceOp a, SliceOp b) {
+      return a.getOffsets()[*axis] < b.getOffsets()[*axis];
+    });
+    SmallVector<int64_t> sizes;
+    SmallVector<Type> types;
+    int64_t end = 0;
+    for (SliceOp piece : pieces) {
+      if (piece.getOffsets()[*axis] != end)
+        return failure();
+      end += piece.getSizes()[*axis];
+      sizes.push_back(piece.getSizes()[*axis]);
+      types.push_back(piece.getType());
+    }
+    if (end != shape[*axis])
+      return failure();
+    rewriter.setInsertionPointAfterValue(input);
+    auto split = SplitOp::create(rewriter, pieces.front().getLoc(), types,
+                                 input, rewriter.getI64IntegerAttr(*axis),
+                                 rewriter.getDenseI64ArrayAttr(sizes));
+    for (auto [piece, result] : llvm::zip(pieces, split.getResults()))
+      rewriter.replaceOp(piece, result);
+    return success();
+  }
+};
+} // namespace
+
+void SliceOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                          MLIRContext *context) {
+  results.add<SlicesTilingAnAxisAreASplit>(context);
 }
 
 //===----------------------------------------------------------------------===//

@@ -565,9 +565,24 @@ FailureOr<func::FuncOp> weft::buildGradientFunction(func::FuncOp func,
   grad.setSymName(name);
   Block &body = grad.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // Only ops that read a value depending on a parameter need adjoints:
+  // the rest (masks, RoPE tables, shapes computed from constants) are
+  // constants of the differentiation and have no rule to follow.
+  llvm::DenseSet<Value> varied;
+  for (BlockArgument arg : grad.getArguments())
+    if (grad.getArgAttr(arg.getArgNumber(), WeftDialect::kParamAttrName) &&
+        isFloatTensor(arg))
+      varied.insert(arg);
+  auto isVaried = [&](Value v) { return varied.contains(v); };
   SmallVector<Operation *> forward;
-  for (Operation &op : body.without_terminator())
+  for (Operation &op : body.without_terminator()) {
+    if (llvm::none_of(op.getOperands(), isVaried))
+      continue;
     forward.push_back(&op);
+    for (Value result : op.getResults())
+      if (isFloatTensor(result))
+        varied.insert(result);
+  }
 
   // Adjoints start at d loss / d loss = 1 and flow backwards.
   llvm::DenseMap<Value, Value> adjoint;
@@ -595,7 +610,7 @@ FailureOr<func::FuncOp> weft::buildGradientFunction(func::FuncOp func,
     }
     for (auto [operand, operandGrad] :
          llvm::zip(op->getOperands(), operandGrads)) {
-      if (!operandGrad || !isFloatTensor(operand))
+      if (!operandGrad || !isVaried(operand))
         continue;
       Value &slot = adjoint[operand];
       slot = slot ? Value(AddOp::create(b, op->getLoc(), slot, operandGrad))

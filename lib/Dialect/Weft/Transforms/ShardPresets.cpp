@@ -1,5 +1,6 @@
 //===- ShardPresets.cpp - Mesh creation and strategy annotations ----------===//
 
+#include "weft/Dialect/Weft/IR/Layers.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
@@ -8,6 +9,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTSHARDPRESETS
@@ -144,6 +146,9 @@ struct WeftShardPresetsPass
         return signalPassFailure();
       }
     }
+    // A layer is named once, though every function of a training step
+    // holds it.
+    llvm::StringSet<> unsplitLayers;
     for (auto func : module.getOps<func::FuncOp>()) {
       Annotator annotator{theMesh, func};
       for (const std::string &strategy : parallel) {
@@ -156,7 +161,13 @@ struct WeftShardPresetsPass
           std::optional<MeshAxis> tp = axisFor("tp", "megatron");
           if (!tp)
             return signalPassFailure();
-          annotateMegatron(annotator, func, *tp);
+          for (auto [layer, linear] : annotateMegatron(annotator, func, *tp))
+            if (unsplitLayers.insert(layer).second)
+              linear.emitWarning()
+                  << "megatron: layer '" << layer
+                  << "' has contractions by parameters but no column/row "
+                     "pair to split; its weights stay replicated on every "
+                     "'tp' rank";
         }
       }
       if (sequenceParallel) {
@@ -232,8 +243,10 @@ struct WeftShardPresetsPass
       }
   }
 
-  static void annotateMegatron(Annotator &annotator, func::FuncOp func,
-                               MeshAxis tp) {
+  /// Returns the numbered layers with contractions by parameters of which
+  /// none is split, each with its first such linear.
+  static SmallVector<std::pair<std::string, LinearOp>>
+  annotateMegatron(Annotator &annotator, func::FuncOp func, MeshAxis tp) {
     llvm::SetVector<Value> done;
     auto splitOnce = [&](Value value, int64_t dim, int64_t blocks = 1) {
       if (BlockArgument param = parameterOf(value))
@@ -305,6 +318,26 @@ struct WeftShardPresetsPass
     for (LinearOp linear : linears)
       if (!rowSplit.contains(linear) && feedsOutput(linear.getResult()))
         splitOnce(linear.getWeight(), linear.getTransposeWeight() ? 0 : 1);
+
+    llvm::StringMap<LinearOp> firstOfLayer;
+    llvm::StringSet<> splitLayers;
+    SmallVector<std::string> order;
+    for (LinearOp linear : linears) {
+      if (forward && !forward->contains(linear))
+        continue;
+      std::optional<std::string> layer = numberedLayerOf(linear.getLoc());
+      if (!layer)
+        continue;
+      if (firstOfLayer.try_emplace(*layer, linear).second)
+        order.push_back(*layer);
+      if (done.contains(parameterOf(linear.getWeight())))
+        splitLayers.insert(*layer);
+    }
+    SmallVector<std::pair<std::string, LinearOp>> unsplit;
+    for (const std::string &layer : order)
+      if (!splitLayers.contains(layer))
+        unsplit.emplace_back(layer, firstOfLayer[layer]);
+    return unsplit;
   }
 
   /// Splits each optimizer state (and with stage 3 each parameter) over

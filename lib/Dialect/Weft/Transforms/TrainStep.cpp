@@ -173,6 +173,49 @@ struct WeftDeriveTrainStepPass
       signalPassFailure();
   }
 
+  /// The name of the input holding the token ids: `token-input`, or the
+  /// only integer input.
+  FailureOr<StringAttr> findTokenInput(func::FuncOp main) {
+    SmallVector<StringAttr> inputs, integers;
+    for (BlockArgument arg : main.getArguments()) {
+      auto name = main.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), WeftDialect::kInputAttrName);
+      if (!name)
+        continue;
+      inputs.push_back(name);
+      auto type = llvm::dyn_cast<RankedTensorType>(arg.getType());
+      if (type && type.getRank() > 0 &&
+          llvm::isa<IntegerType>(type.getElementType()))
+        integers.push_back(name);
+    }
+    auto list = [](ArrayRef<StringAttr> names) {
+      std::string text;
+      for (StringAttr name : names)
+        text += (text.empty() ? "'" : ", '") + name.str() + "'";
+      return text.empty() ? std::string("none") : text;
+    };
+    if (!tokenInput.empty()) {
+      for (StringAttr name : integers)
+        if (name.getValue() == tokenInput)
+          return name;
+      return main.emitError()
+             << "weft-derive-train-step: 'main' has no integer input '"
+             << tokenInput
+             << "' to take as the token ids (its inputs: " << list(inputs)
+             << ")";
+    }
+    if (integers.size() == 1)
+      return integers.front();
+    return main.emitError()
+           << "weft-derive-train-step: "
+           << (integers.empty()
+                   ? "'main' has no integer input to take as "
+                     "the token ids"
+                   : "'main' has several integer inputs (" + list(integers) +
+                         "): name the token ids with --token-input")
+           << " (its inputs: " << list(inputs) << ")";
+  }
+
   LogicalResult derive(ModuleOp module, func::FuncOp main) {
     auto logitsType =
         main.getNumResults()
@@ -186,6 +229,10 @@ struct WeftDeriveTrainStepPass
     MLIRContext *ctx = module.getContext();
     auto labelsType = RankedTensorType::get(logitsType.getShape().drop_back(),
                                             IntegerType::get(ctx, 64));
+
+    FailureOr<StringAttr> tokens = findTokenInput(main);
+    if (failed(tokens))
+      return failure();
 
     if (computeType != "f32" && computeType != "bf16")
       return main.emitError() << "weft-derive-train-step: compute-type must "
@@ -449,8 +496,8 @@ struct WeftDeriveTrainStepPass
              b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
              b.getNamedAttr("vocab",
                             b.getI64IntegerAttr(logitsType.getShape().back())),
-             b.getNamedAttr("flops",
-                            b.getI64IntegerAttr(functionFlops(step)))}));
+             b.getNamedAttr("flops", b.getI64IntegerAttr(functionFlops(step))),
+             b.getNamedAttr("tokens", *tokens)}));
     // train_loss_grad stays: it is the loss and gradient program
     // (weftc --program=gradients).
     loss.erase();

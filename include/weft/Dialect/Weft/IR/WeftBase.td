@@ -39,8 +39,9 @@ def Weft_Dialect : Dialect {
         "weft.batch_dim";
     /// Argument attribute naming optimizer state ("m:<param>", a StringAttr).
     static constexpr ::llvm::StringLiteral kStateAttrName = "weft.state";
-    /// Function attribute of a training step: its optimizer (a dictionary:
-    /// name, beta1, beta2).
+    /// Function attribute of a training step: its optimizer and what the
+    /// trainer needs to feed it (a dictionary: name, beta1, beta2, vocab,
+    /// flops, tokens: the name of the token input).
     static constexpr ::llvm::StringLiteral kOptimizerAttrName =
         "weft.optimizer";
     /// Function attribute naming the results (an ArrayAttr of StringAttr).

@@ -588,7 +588,9 @@ def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let description = [{
     Along dimension `d` takes `sizes[d]` elements starting at `offsets[d]`,
     `strides[d]` apart (a negative stride walks backwards). Every element
-    read must be in bounds.
+    read must be in bounds. Slices that are a tensor's only users and cut
+    one axis into consecutive pieces canonicalize to a `weft.split` (a packed
+    QKV projection cut by three slices is one split).
 
     ```mlir
     %s = weft.slice %x <{offsets = array<i64: 0, 8>, sizes = array<i64: 2, 8>,
@@ -600,6 +602,7 @@ def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let results = (outs Weft_Tensor:$result);
   let assemblyFormat = "$input prop-dict attr-dict `:` type($input)";
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Weft_ExpandOp : Weft_Op<"expand",

@@ -107,6 +107,10 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
       - `sgd`: momentum, with weight decay added to the gradient. The state
         is `momentum:<param>`.
 
+    The token ids are the input named `token-input`, or by default the only
+    integer input of `main` (exporters call it `input_ids`, `idx`,
+    `tokens`...); the runtime's trainer feeds its batches there.
+
     Weight decay applies to parameters of rank 2 and more. The learning rate
     `lr` is an input: the schedule belongs to the runtime. State arguments
     carry `weft.state`; results are named `param:<name>` and
@@ -148,6 +152,9 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
            "SGD momentum">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"1.0",
            "Clip the global gradient norm to this (0: no clipping)">,
+    Option<"tokenInput", "token-input", "std::string", /*default=*/"\"\"",
+           "The input of 'main' holding the token ids (default: its only "
+           "integer input)">,
     Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
            "Label of positions that do not count">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
