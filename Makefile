@@ -43,7 +43,20 @@ check-onnx-node: build
 check-conformance: build
 	python3 utils/onnx_conformance.py --weftc $(BUILD)/bin/weftc --weft-translate $(BUILD)/bin/weft-translate --jobs $(JOBS)
 
-check: check-unit check-lit check-onnx-node check-conformance
+# Every suite runs even when one before it fails; each prints its summary,
+# then one line says which failed and how long it all took.
+CHECK_SUITES = check-unit check-lit check-onnx-node check-conformance
+
+check: build
+	@start=$$(date +%s); failed=""; \
+	for suite in $(CHECK_SUITES); do \
+	  $(MAKE) --no-print-directory $$suite || failed="$$failed $$suite"; \
+	done; \
+	seconds=$$(( $$(date +%s) - start )); \
+	if [ -n "$$failed" ]; then \
+	  echo "== make check: FAILED:$$failed ($$seconds s)"; exit 1; \
+	fi; \
+	echo "== make check: all $(words $(CHECK_SUITES)) suites passed ($$seconds s)"
 
 DEMO_PROMPT = To be, or not to be, that is the
 DEMO_SEQ = 32

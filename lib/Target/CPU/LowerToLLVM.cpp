@@ -43,6 +43,10 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
       "lower-affine,expand-strided-metadata,lower-affine,"
       "finalize-memref-to-llvm{use-generic-functions},"
       "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
+      // No bf16 arithmetic or conversion is left for LLVM, which would call
+      // compiler-runtime functions that Debian 12's GCC lacks.
+      "func.func(arith-emulate-unsupported-floats{source-types=bf16 "
+      "target-type=f32}),"
       "weft-expand-bf16-conversions,"
       "convert-arith-to-llvm,convert-index-to-llvm,"
       "finalize-memref-to-llvm{use-generic-functions},"

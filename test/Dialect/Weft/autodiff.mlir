@@ -30,3 +30,21 @@ func.func @loss(%a: tensor<2xf32> {weft.param = "a"}, %unused: tensor<2xf32> {we
   %0 = weft.reduce_sum %a <{axes = array<i64: 0>}> : tensor<2xf32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// Values that no parameter reaches (RoPE's cos/sin tables, masks) are
+// constants of the differentiation: no adjoint flows into them, so the ops
+// that make them (a constant, a sine: no rules needed) are left alone.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: %[[T:.*]] = weft.sin %{{.*}} : tensor<4xf32>
+// CHECK: %[[ONES:.*]] = weft.expand
+// CHECK: %[[G:.*]] = weft.mul %[[ONES]], %[[T]]
+// CHECK: return %{{.*}}, %[[G]]
+func.func @loss(%w: tensor<4xf32> {weft.param = "w"}) -> tensor<f32> {
+  %k = weft.constant dense<[0.0, 1.0, 2.0, 3.0]> : tensor<4xf32>
+  %t = weft.sin %k : tensor<4xf32>
+  %y = weft.mul %w, %t : tensor<4xf32>, tensor<4xf32>
+  %s = weft.reduce_sum %y <{axes = array<i64: 0>}> : tensor<4xf32>
+  return %s : tensor<f32>
+}

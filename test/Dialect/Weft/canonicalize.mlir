@@ -116,12 +116,69 @@ func.func @matmul_plus_bias(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>, %b: ten
 
 // -----
 
-// A bias that varies along another dim is not a per-feature bias.
+// A bias that varies along another dim is not a per-feature bias: the
+// product is a bias-free linear, the add stays.
 // CHECK-LABEL: func.func @not_a_bias
-// CHECK: weft.matmul
+// CHECK: weft.linear %arg0, %arg1 : tensor<4x8xf32>, tensor<8x16xf32>
 // CHECK: weft.add
 func.func @not_a_bias(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %y = weft.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32>
   %z = weft.add %y, %b : tensor<4x16xf32>, tensor<4x16xf32>
   return %z : tensor<4x16xf32>
+}
+
+// -----
+
+// A bias-free projection (a matmul by a weight: an argument, a constant, or
+// a cast of one) is a linear, as exporters emit nn.Linear(bias=False).
+// CHECK-LABEL: func.func @bias_free_projection
+// CHECK-NEXT: %[[L:.*]] = weft.linear %arg0, %arg1 : tensor<2x4x8xf32>, tensor<8x16xf32>
+// CHECK-NEXT: %[[C:.*]] = weft.cast %arg1
+// CHECK-NEXT: %[[M:.*]] = weft.linear %arg2, %[[C]] : tensor<4x8xbf16>, tensor<8x16xbf16>
+// CHECK-NEXT: return %[[L]], %[[M]]
+func.func @bias_free_projection(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>, %h: tensor<4x8xbf16>) -> (tensor<2x4x16xf32>, tensor<4x16xbf16>) {
+  %y = weft.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x16xf32>
+  %c = weft.cast %w : tensor<8x16xf32> to tensor<8x16xbf16>
+  %z = weft.matmul %h, %c : tensor<4x8xbf16>, tensor<8x16xbf16>
+  return %y, %z : tensor<2x4x16xf32>, tensor<4x16xbf16>
+}
+
+// -----
+
+// A product of activations stays a matmul (autodiff's adjoints, attention).
+// CHECK-LABEL: func.func @activations
+// CHECK: weft.matmul
+// CHECK-NOT: weft.linear
+func.func @activations(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %e = weft.exp %w : tensor<8x16xf32>
+  %y = weft.matmul %x, %e : tensor<4x8xf32>, tensor<8x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Slices that cut one axis into consecutive pieces (a packed QKV projection
+// cut by three Slice ops) are one split.
+// CHECK-LABEL: func.func @slices_tiling_an_axis
+// CHECK-NEXT: %[[S:.*]]:3 = weft.split %arg0 <{axis = 2 : i64, sizes = array<i64: 8, 8, 8>}> : tensor<2x4x24xf32>
+// CHECK-NEXT: return %[[S]]#2, %[[S]]#0, %[[S]]#1
+func.func @slices_tiling_an_axis(%qkv: tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  %v = weft.slice %qkv <{offsets = array<i64: 0, 0, 16>, sizes = array<i64: 2, 4, 8>, strides = array<i64: 1, 1, 1>}> : tensor<2x4x24xf32>
+  %q = weft.slice %qkv <{offsets = array<i64: 0, 0, 0>, sizes = array<i64: 2, 4, 8>, strides = array<i64: 1, 1, 1>}> : tensor<2x4x24xf32>
+  %k = weft.slice %qkv <{offsets = array<i64: 0, 0, 8>, sizes = array<i64: 2, 4, 8>, strides = array<i64: 1, 1, 1>}> : tensor<2x4x24xf32>
+  return %v, %q, %k : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}
+
+// -----
+
+// Slices with a gap, or that also cut another axis, stay slices.
+// CHECK-LABEL: func.func @slices_not_a_split
+// CHECK-NOT: weft.split
+func.func @slices_not_a_split(%x: tensor<2x24xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<1x16xf32>, tensor<1x8xf32>) {
+  %a = weft.slice %x <{offsets = array<i64: 0, 0>, sizes = array<i64: 2, 8>, strides = array<i64: 1, 1>}> : tensor<2x24xf32>
+  %b = weft.slice %x <{offsets = array<i64: 0, 16>, sizes = array<i64: 2, 8>, strides = array<i64: 1, 1>}> : tensor<2x24xf32>
+  %y = weft.exp %x : tensor<2x24xf32>
+  %c = weft.slice %y <{offsets = array<i64: 0, 0>, sizes = array<i64: 1, 16>, strides = array<i64: 1, 1>}> : tensor<2x24xf32>
+  %d = weft.slice %y <{offsets = array<i64: 0, 16>, sizes = array<i64: 1, 8>, strides = array<i64: 1, 1>}> : tensor<2x24xf32>
+  return %a, %b, %c, %d : tensor<2x8xf32>, tensor<2x8xf32>, tensor<1x16xf32>, tensor<1x8xf32>
 }

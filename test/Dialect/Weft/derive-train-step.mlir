@@ -2,6 +2,9 @@
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="micro-batches=2" -verify-diagnostics | FileCheck %s --check-prefix=ACCUM
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="optimizer=sgd" -verify-diagnostics | FileCheck %s --check-prefix=SGD
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="compute-type=bf16" -verify-diagnostics | FileCheck %s --check-prefix=BF16
+// RUN: not weft-opt %s -split-input-file -weft-derive-train-step="token-input=tokens" 2>&1 | FileCheck %s --check-prefix=NAMED
+
+// NAMED: weft-derive-train-step: 'main' has no integer input 'tokens' to take as the token ids (its inputs: 'input_ids')
 
 // A one-layer language model: the step takes main's arguments, the labels,
 // lr, Adam's bias corrections and the moments, and returns the loss, the
@@ -11,7 +14,7 @@
 // CHECK-LABEL: func.func @train_loss_grad
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: (%arg0: tensor<2x3xi64> {weft.input = "input_ids"}, %arg1: tensor<5x4xf32> {weft.param = "emb"}, %arg2: tensor<4x5xf32> {weft.param = "w"}, %arg3: tensor<2x3xi64> {weft.input = "labels"}, %arg4: tensor<f32> {weft.input = "lr"}, %arg5: tensor<f32> {weft.input = "bias1"}, %arg6: tensor<f32> {weft.input = "bias2"}, %arg7: tensor<5x4xf32> {weft.state = "m:emb"}, %arg8: tensor<4x5xf32> {weft.state = "m:w"}, %arg9: tensor<5x4xf32> {weft.state = "v:emb"}, %arg10: tensor<4x5xf32> {weft.state = "v:w"})
-// CHECK-SAME: weft.optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, flops = 960 : i64, name = "adamw", vocab = 5 : i64}
+// CHECK-SAME: weft.optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, flops = 960 : i64, name = "adamw", tokens = "input_ids", vocab = 5 : i64}
 // CHECK-SAME: weft.outputs = ["loss", "grad_norm", "param:emb", "param:w", "state:m:emb", "state:m:w", "state:v:emb", "state:v:w"]
 // CHECK: weft.log_softmax
 // CHECK: weft.sqrt
@@ -56,4 +59,14 @@ func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5
 // expected-error @below {{weft-derive-train-step: the first result of 'main' must be float logits [..., vocab]}}
 func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}) -> tensor<2x3xi64> {
   return %ids : tensor<2x3xi64>
+}
+
+// -----
+
+// The token ids are the only integer input, whatever its name; with
+// several, the user names them (weftc --token-input).
+// expected-error @below {{weft-derive-train-step: 'main' has several integer inputs ('idx', 'positions'): name the token ids with --token-input (its inputs: 'idx', 'positions')}}
+func.func @main(%idx: tensor<2x3xi64> {weft.input = "idx"}, %pos: tensor<2x3xi64> {weft.input = "positions"}, %emb: tensor<5x4xf32> {weft.param = "emb"}) -> tensor<2x3x4xf32> {
+  %x = weft.gather %emb, %idx <{axis = 0 : i64}> : tensor<5x4xf32>, tensor<2x3xi64>
+  return %x : tensor<2x3x4xf32>
 }

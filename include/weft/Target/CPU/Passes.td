@@ -19,7 +19,8 @@ def WeftExpandBf16Conversions : Pass<"weft-expand-bf16-conversions"> {
   let summary = "Expand f32 <-> bf16 conversions into integer arithmetic";
   let description = [{
     `arith.truncf` from f32 to bf16 becomes integer arithmetic that rounds
-    to nearest, ties to even, and keeps NaNs quiet NaNs; `arith.extf` from
+    to nearest, ties to even (a NaN is truncated, its quiet bit set, so it
+    stays a NaN); `arith.extf` from
     bf16 becomes a shift. Without it LLVM calls `__truncsfbf2` on CPUs
     without AVX512-BF16, and GCC 12's compiler runtime (Debian 12) has no
     such function, so a bf16 program would not link.
