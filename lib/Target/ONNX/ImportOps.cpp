@@ -377,8 +377,8 @@ LogicalResult Importer::importEinsum(const onnx::NodeProto &n) {
       return nodeError() << "output index '" << c << "' is not in any operand";
   auto inOutput = [&](char c) { return output.find(c) != std::string::npos; };
 
-  // Sums away the letters of `term` that `keep` rejects, then transposes to
-  // `order` (and reshapes to `shape` when given).
+  // Sums away the letters of `term` that `keep` rejects, then transposes
+  // the rest to `order`; `term` becomes `order`.
   auto arrange = [&](Value value, std::string &term,
                      function_ref<bool(char)> keep,
                      const std::string &order) -> FailureOr<Value> {
