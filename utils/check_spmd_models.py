@@ -3,7 +3,8 @@
 compiled for one rank, on the same inputs (rtol 1e-4, atol 1e-5).
 
 Each model is compiled once without a mesh and once per strategy
-(dp=4, tp=4, dp=2 x tp=2, tp=2 with sequence parallelism), the partitioned
+(default dp=4, tp=4, dp=2 x tp=2, tp=2 with sequence parallelism; tp=2
+on request), the partitioned
 executables run under weft-run (4 ranks oversubscribed on this machine's
 cores), and every output is compared. A symbolic batch dim is bound to
 --batch so that data parallelism has a batch to split; inputs are random,
@@ -24,6 +25,7 @@ from test_data import graph_inputs, load_pb, run_model
 
 STRATEGIES = {
     "dp=4": ["--mesh", "dp=4", "--parallel", "dp"],
+    "tp=2": ["--mesh", "tp=2", "--parallel", "megatron"],
     "tp=4": ["--mesh", "tp=4", "--parallel", "megatron"],
     "dp=2,tp=2": ["--mesh", "dp=2,tp=2", "--parallel", "dp,megatron"],
     "tp=2+sp": ["--mesh", "tp=2", "--parallel", "megatron",
@@ -75,11 +77,12 @@ def check_model(path, test_inputs, args, rng, work):
     compiled = subprocess.run([args.weftc, str(path), *dims, "-o", str(single)],
                               capture_output=True, text=True)
     if compiled.returncode != 0:
-        return [(name, False, compiled.stderr.strip()) for name in STRATEGIES]
+        return [(name, False, compiled.stderr.strip()) for name in args.strategies]
     reference = run_model([str(single)], dict(zip(names, inputs)), outputs,
                           work, "single")
     results = []
-    for name, flags in STRATEGIES.items():
+    for name in args.strategies:
+        flags = STRATEGIES[name]
         exe = work / name.replace("=", "").replace(",", "_").replace("+", "_")
         pad = ["--pad-uneven"] if args.pad_uneven else []
         compiled = subprocess.run([args.weftc, str(path), *dims, *flags, *pad,
@@ -115,6 +118,8 @@ def main():
     parser.add_argument("--onnx", nargs="*", default=[], type=pathlib.Path,
                         help="extra .onnx files (inputs drawn from zeros of "
                              "their declared shapes)")
+    parser.add_argument("--strategies", nargs="*", choices=list(STRATEGIES),
+                        default=["dp=4", "tp=4", "dp=2,tp=2", "tp=2+sp"])
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--pad-uneven", action="store_true",
                         help="let dims that do not divide be padded")

@@ -17,6 +17,8 @@ void weft::buildFuseIdiomsPipeline(OpPassManager &pm) {
   pm.addPass(createWeftFuseRmsNorm());
   pm.addPass(createWeftFuseGelu());
   pm.addPass(createWeftFuseAttention());
+  // After attention is fused: merges sink through it.
+  pm.addPass(createWeftSinkReshapes());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -57,6 +57,32 @@ def WeftFuseAttention : Pass<"weft-fuse-attention"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def WeftSinkReshapes : Pass<"weft-sink-reshapes"> {
+  let summary = "Keep dims a reshape merges apart until they must merge";
+  let description = [{
+    A sharding rule gives each dim one factor, so a reshape that merges a
+    split dim with its neighbour (PyTorch's `nn.MultiheadAttention` views
+    `[tgt, batch, heads * hd]` as `[tgt, batch * heads, hd]`) loses the
+    split. This pass cuts a reshape that both splits and merges dims into
+    an expand and a merge, and moves merges down through `weft.transpose`,
+    unit-dim changes, `weft.attention` (whose batch and head dims are both
+    independent) and `weft.linear` (which maps the last dim alone) until
+    they fold into the next reshape:
+
+    ```mlir
+    %r = weft.reshape %x : tensor<5x2x32xf32> -> tensor<5x8x8xf32>
+    %t = weft.transpose %r <{permutation = array<i64: 1, 0, 2>}>
+        : tensor<5x8x8xf32>
+    // becomes
+    %e = weft.reshape %x : tensor<5x2x32xf32> -> tensor<5x2x4x8xf32>
+    %u = weft.transpose %e <{permutation = array<i64: 1, 2, 0, 3>}>
+        : tensor<5x2x4x8xf32>
+    %t = weft.reshape %u : tensor<2x4x5x8xf32> -> tensor<8x5x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
