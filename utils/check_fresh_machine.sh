@@ -19,7 +19,8 @@
 # --root DIR: where the root filesystem goes (default /var/tmp/weft-fresh;
 # a base system left there by --keep is reused); --keep: leave it in place
 # afterwards; --command CMD: run CMD in the checkout instead of the README's
-# commands (repeatable). Each command's log is DIR.<n>.log.
+# commands (repeatable). Each command's log is DIR.<n>.log. Last, the
+# checkout's `git status` must be clean: runs never write into the repo.
 set -euo pipefail
 
 root=/var/tmp/weft-fresh
@@ -70,6 +71,10 @@ mkdir -p "$root/etc/apt/sources.list.d" "$root/etc/apt/apt.conf.d" "$root/etc/ss
 cp /etc/apt/sources.list.d/*.sources "$root/etc/apt/sources.list.d/" 2>/dev/null || true
 cp /etc/apt/sources.list "$root/etc/apt/" 2>/dev/null || true
 cp /etc/apt/apt.conf.d/99* "$root/etc/apt/apt.conf.d/" 2>/dev/null || true
+# The host's trust store may hold a CA of its own (a proxy's); as a local CA
+# it survives the bundle being rebuilt when ca-certificates is installed.
+mkdir -p "$root/usr/local/share/ca-certificates"
+cp /etc/ssl/certs/ca-certificates.crt "$root/usr/local/share/ca-certificates/host-bundle.crt"
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
 cp /etc/pip.conf "$root/etc/" 2>/dev/null || true
 cp /etc/resolv.conf "$root/etc/"
@@ -79,6 +84,7 @@ cp /etc/resolv.conf "$root/etc/"
 image_tools="make git ca-certificates procps"
 chroot "$root" /bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $image_tools" >"$root.tools.log" 2>&1 ||
   { tail -5 "$root.tools.log"; exit 1; }
+cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
 
 # The image's interpreter, without what was installed into it since.
 site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
@@ -114,4 +120,13 @@ for command in "${commands[@]}"; do
   echo "== $command: exit $code in $seconds s (log: $log)"
   tail -n 4 "$log" | sed 's/^/   /'
 done
+# Runs never write into the checkout.
+changed=$(git -C "$root/work/weft" status --porcelain)
+if [ -z "$changed" ]; then
+  echo "== git status: clean"
+else
+  echo "== git status: the commands left files in the checkout:"
+  echo "$changed" | sed 's/^/   /'
+  status=1
+fi
 exit $status
