@@ -74,6 +74,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--min-spearman", type=float, default=0.8)
     args = parser.parse_args()
+    warmup = 4  # the first steps are not timed: they include start-up
+    if args.steps <= warmup:
+        parser.error(f"--steps must exceed the {warmup} warm-up steps")
     bin_dir = os.path.join(args.build, "bin")
     work = tempfile.mkdtemp(prefix="weft-planner-")
     env = dict(os.environ, WEFT_CPU_LOCAL=os.path.join(work, "cpu-local.json"))
@@ -84,7 +87,7 @@ def main():
     run([sys.executable, "utils/gen_gpt2.py", "--layers", "4", "--hidden",
          "128", "--heads", "4", "--vocab", "256", "--seq", "64", "--batch",
          "8", "-o", model])
-    batch, seq, warmup = 8, 64, 4
+    batch, seq = 8, 64
     predictions, programs = [], []
     for index, plan in enumerate(PLANS):
         full = plan + ",recompute=none,sp=0"
