@@ -45,7 +45,14 @@ cleanup() {
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
     umount -l "${mounts[i]}" 2>/dev/null || true
   done
-  if [ "$keep" = 0 ]; then rm -rf "$root"; fi
+  [ "$keep" = 0 ] || return 0
+  # Never delete through a mount still in place (../shared and /dev are
+  # bound in, possibly from the same filesystem).
+  if awk -v root="$root/" 'index($2, root) == 1 { found = 1 } END { exit !found }' /proc/mounts; then
+    echo "error: mounts remain under $root; left it in place" >&2
+  else
+    rm -rf "$root"
+  fi
 }
 trap cleanup EXIT
 bind() { # bind SOURCE TARGET [ro]
