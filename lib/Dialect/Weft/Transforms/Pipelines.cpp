@@ -26,7 +26,7 @@ void weft::buildFuseIdiomsPipeline(OpPassManager &pm) {
 void weft::registerWeftPipelines() {
   PassPipelineRegistration<>(
       "weft-fuse-idioms",
-      "Canonicalize and replace exporter idioms (layer norm, RMS norm, GELU, "
-      "attention) by fused weft ops",
+      "Canonicalize, replace exporter idioms (layer norm, RMS norm, GELU, "
+      "attention) by fused weft ops and keep merged head dims apart",
       buildFuseIdiomsPipeline);
 }
