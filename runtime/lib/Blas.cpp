@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Blas.h"
+#include "weft/runtime/Blas.h"
 
 #include <algorithm>
 #include <cblas.h>

@@ -1,8 +1,8 @@
 //===- Checkpoint.cpp - Sharded training checkpoints ----------------------===//
 
-#include "weft/Checkpoint.h"
+#include "weft/runtime/Checkpoint.h"
 #include "Json.h"
-#include "weft/ShardLayout.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include <cstdio>
 #include <cstring>

@@ -1,6 +1,6 @@
 //===- Device.cpp - The CPU device ----------------------------------------===//
 
-#include "weft/Device.h"
+#include "weft/runtime/Device.h"
 
 #include <cstdlib>
 #include <cstring>

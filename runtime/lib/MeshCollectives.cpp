@@ -10,9 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Collectives.h"
-#include "weft/ShardLayout.h"
-#include "weft/Trace.h"
+#include "weft/runtime/Collectives.h"
+#include "weft/runtime/ShardLayout.h"
+#include "weft/runtime/Trace.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -17,9 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Device.h"
-#include "weft/ShardLayout.h"
-#include "weft/runtime.h"
+#include "weft/runtime/Device.h"
+#include "weft/runtime/ShardLayout.h"
+#include "weft/runtime/CApi.h"
 
 #include <chrono>
 #include <cstdio>

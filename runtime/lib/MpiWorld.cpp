@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Collectives.h"
+#include "weft/runtime/Collectives.h"
 
 #include <mpi.h>
 #include <sched.h>

@@ -13,12 +13,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Blas.h"
-#include "weft/Collectives.h"
-#include "weft/ShardLayout.h"
-#include "weft/TensorFiles.h"
-#include "weft/Trainer.h"
-#include "weft/runtime.h"
+#include "weft/runtime/Blas.h"
+#include "weft/runtime/Collectives.h"
+#include "weft/runtime/ShardLayout.h"
+#include "weft/runtime/TensorFiles.h"
+#include "weft/runtime/Trainer.h"
+#include "weft/runtime/CApi.h"
 
 #include <algorithm>
 #include <cmath>

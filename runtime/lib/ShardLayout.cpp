@@ -1,6 +1,6 @@
 //===- ShardLayout.cpp - Which part of a tensor a rank holds --------------===//
 
-#include "weft/ShardLayout.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include <cstdlib>
 #include <cstring>

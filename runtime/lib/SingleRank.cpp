@@ -1,6 +1,6 @@
 //===- SingleRank.cpp - Collectives of a one-rank program -----------------===//
 
-#include "weft/Collectives.h"
+#include "weft/runtime/Collectives.h"
 
 #include <cstdio>
 #include <cstdlib>

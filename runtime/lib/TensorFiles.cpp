@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/TensorFiles.h"
+#include "weft/runtime/TensorFiles.h"
 
 #include <cstring>
 #include <fstream>

@@ -1,6 +1,6 @@
 //===- Trace.cpp - A timeline of a rank's training steps ------------------===//
 
-#include "weft/Trace.h"
+#include "weft/runtime/Trace.h"
 
 #include <algorithm>
 #include <array>

@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Trainer.h"
-#include "weft/Checkpoint.h"
-#include "weft/ShardLayout.h"
-#include "weft/Trace.h"
+#include "weft/runtime/Trainer.h"
+#include "weft/runtime/Checkpoint.h"
+#include "weft/runtime/ShardLayout.h"
+#include "weft/runtime/Trace.h"
 
 #include <chrono>
 #include <cmath>

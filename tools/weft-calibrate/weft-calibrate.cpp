@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/Blas.h"
-#include "weft/Collectives.h"
+#include "weft/runtime/Blas.h"
+#include "weft/runtime/Collectives.h"
 
 #include <cblas.h>
 #include <mpi.h>

@@ -18,7 +18,7 @@
 #include "weft/InitAllPasses.h"
 #include "weft/Planner/Planner.h"
 #include "weft/Planner/Report.h"
-#include "weft/ShardLayout.h"
+#include "weft/runtime/ShardLayout.h"
 #include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/ONNX/ImportONNX.h"
 

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
-#include "weft/ShardLayout.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 //===- RuntimeTest.cpp - Tensor files, strided copies, GEMM, allocator ----===//
 
-#include "weft/Collectives.h"
-#include "weft/TensorFiles.h"
+#include "weft/runtime/Collectives.h"
+#include "weft/runtime/TensorFiles.h"
 
 #include "gtest/gtest.h"
 

@@ -1,6 +1,6 @@
 //===- ShardLayoutTest.cpp - Shards of a global tensor --------------------===//
 
-#include "weft/ShardLayout.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include <gtest/gtest.h>
 

@@ -46,7 +46,7 @@ struct EntryBuffer {
   /// What the entry function sees: one rank's shard in a partitioned model.
   mlir::RankedTensorType type;
   /// The whole tensor, and how it is split (the runtime's spec, "-" per
-  /// whole dim; see runtime/include/weft/ShardLayout.h).
+  /// whole dim; see runtime/include/weft/runtime/ShardLayout.h).
   std::vector<int64_t> globalShape;
   std::string spec;
   int64_t numShards = 1;

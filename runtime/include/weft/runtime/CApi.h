@@ -1,4 +1,4 @@
-/*===- weft/runtime.h - C API of the Weft runtime ------------------------===*\
+/*===- weft/runtime/CApi.h - C API of the Weft runtime -------------------===*\
 |*                                                                            *|
 |* A compiled Weft model is an object file that defines                       *|
 |*   void weft_entry(void **buffers);   -- runs the model                     *|
@@ -8,8 +8,8 @@
 |* This API loads the weights file, checks inputs and runs the entry.         *|
 \*===----------------------------------------------------------------------===*/
 
-#ifndef WEFT_RUNTIME_H
-#define WEFT_RUNTIME_H
+#ifndef WEFT_RUNTIME_CAPI_H
+#define WEFT_RUNTIME_CAPI_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -39,7 +39,7 @@ typedef enum weft_role {
 
 /* One buffer of the entry function. In a partitioned model `shape` and
  * `bytes` describe the whole tensor and `local_shape`/`local_bytes` one
- * rank's shard of it, split as `sharding` says (see weft/ShardLayout.h;
+ * rank's shard of it, split as `sharding` says (see weft/runtime/ShardLayout.h;
  * "-" for every dim of a whole tensor). */
 typedef struct weft_buffer_info {
   const char *name;
@@ -109,4 +109,4 @@ const char *weft_dtype_name(weft_dtype dtype);
 }
 #endif
 
-#endif /* WEFT_RUNTIME_H */
+#endif /* WEFT_RUNTIME_CAPI_H */

@@ -11,7 +11,7 @@
 #ifndef WEFT_RUNTIME_TRACE_H
 #define WEFT_RUNTIME_TRACE_H
 
-#include "weft/Collectives.h"
+#include "weft/runtime/Collectives.h"
 
 #include <cstdint>
 #include <string>

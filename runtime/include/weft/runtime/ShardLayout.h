@@ -15,7 +15,7 @@
 #ifndef WEFT_RUNTIME_SHARDLAYOUT_H
 #define WEFT_RUNTIME_SHARDLAYOUT_H
 
-#include "weft/runtime.h"
+#include "weft/runtime/CApi.h"
 
 #include <cstddef>
 #include <cstdint>

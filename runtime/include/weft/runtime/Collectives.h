@@ -11,9 +11,9 @@
 #ifndef WEFT_RUNTIME_COLLECTIVES_H
 #define WEFT_RUNTIME_COLLECTIVES_H
 
-#include "weft/runtime.h"
+#include "weft/runtime/CApi.h"
 
-#include "weft/ShardLayout.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include <cstddef>
 #include <functional>

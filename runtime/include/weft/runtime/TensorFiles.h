@@ -3,7 +3,7 @@
 #ifndef WEFT_RUNTIME_TENSORFILES_H
 #define WEFT_RUNTIME_TENSORFILES_H
 
-#include "weft/runtime.h"
+#include "weft/runtime/CApi.h"
 
 #include <cstdint>
 #include <string>
