@@ -34,7 +34,11 @@ build: deps $(BUILD)/build.ninja
 check-unit: build
 	$(BUILD)/bin/WeftUnitTests
 
+# The generated docs are built first: a lit test checks docs/generated/.
+DOC_TARGETS = WeftOpsDocGen WeftPassesDocGen WeftConversionPassesDocGen WeftCPUPassesDocGen
+
 check-lit: build
+	ninja -C $(BUILD) $(DOC_TARGETS)
 	lit -sv $(BUILD)/test
 
 check-onnx-node: build
@@ -87,7 +91,7 @@ demo: build
 
 # The op and pass reference, generated from TableGen into docs/generated/.
 docs: build
-	ninja -C $(BUILD) WeftOpsDocGen WeftPassesDocGen WeftConversionPassesDocGen WeftCPUPassesDocGen
+	ninja -C $(BUILD) $(DOC_TARGETS)
 	mkdir -p docs/generated
 	cp $(BUILD)/docs/Dialects/WeftOps.md $(BUILD)/docs/WeftPasses.md \
 	  $(BUILD)/docs/WeftConversionPasses.md $(BUILD)/docs/WeftCPUPasses.md docs/generated/

@@ -17,6 +17,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%weft_src", config.weft_src_root))
 config.substitutions.append(("%weft_tools", config.weft_tools_dir))
+config.substitutions.append(("%weft_obj", config.weft_obj_root))
 # Third-party models shipped beside the repository (../shared/models).
 config.substitutions.append(
     ("%models", os.path.join(os.path.dirname(config.weft_src_root), "shared", "models"))
