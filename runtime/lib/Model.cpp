@@ -17,9 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/runtime/CApi.h"
 #include "weft/runtime/Device.h"
 #include "weft/runtime/ShardLayout.h"
-#include "weft/runtime/CApi.h"
 
 #include <chrono>
 #include <cstdio>

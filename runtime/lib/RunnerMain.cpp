@@ -14,11 +14,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/Blas.h"
+#include "weft/runtime/CApi.h"
 #include "weft/runtime/Collectives.h"
 #include "weft/runtime/ShardLayout.h"
 #include "weft/runtime/TensorFiles.h"
 #include "weft/runtime/Trainer.h"
-#include "weft/runtime/CApi.h"
 
 #include <algorithm>
 #include <cmath>

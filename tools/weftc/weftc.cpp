@@ -18,9 +18,9 @@
 #include "weft/InitAllPasses.h"
 #include "weft/Planner/Planner.h"
 #include "weft/Planner/Report.h"
-#include "weft/runtime/ShardLayout.h"
 #include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/ONNX/ImportONNX.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"

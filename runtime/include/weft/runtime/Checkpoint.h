@@ -22,8 +22,8 @@
 #ifndef WEFT_RUNTIME_CHECKPOINT_H
 #define WEFT_RUNTIME_CHECKPOINT_H
 
-#include "weft/runtime/Collectives.h"
 #include "weft/runtime/CApi.h"
+#include "weft/runtime/Collectives.h"
 
 #include <cstdint>
 #include <string>

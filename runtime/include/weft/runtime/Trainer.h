@@ -4,8 +4,8 @@
 #ifndef WEFT_RUNTIME_TRAINER_H
 #define WEFT_RUNTIME_TRAINER_H
 
-#include "weft/runtime/Collectives.h"
 #include "weft/runtime/CApi.h"
+#include "weft/runtime/Collectives.h"
 
 #include <cstdint>
 #include <string>

@@ -81,7 +81,8 @@ struct TensorSharding {
   /// Reads what describe() writes (without the partial part).
   static std::optional<TensorSharding> parse(llvm::StringRef text,
                                              const Mesh &mesh);
-  /// The runtime's spec: "-,1x3" (see runtime/include/weft/runtime/ShardLayout.h).
+  /// The runtime's spec: "-,1x3" (see
+  /// runtime/include/weft/runtime/ShardLayout.h).
   std::string runtimeSpec() const;
   /// The per-rank shape of a tensor of `shape` (an uneven split rounds up).
   llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> shape,
