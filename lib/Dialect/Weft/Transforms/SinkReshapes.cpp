@@ -91,6 +91,12 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType()).getShape();
 }
 
+/// Whether some run holds two dims or more.
+bool mergesDims(ArrayRef<DimRun> runs) {
+  return llvm::any_of(runs,
+                      [](DimRun run) { return run.second - run.first > 1; });
+}
+
 /// A reshape, squeeze or unsqueeze whose result only merges consecutive dims
 /// of its input (which has no unit dims) and merges at least two of them.
 struct Merge {
@@ -106,9 +112,7 @@ std::optional<Merge> matchMerge(Value v) {
   Value input = op->getOperand(0);
   std::optional<SmallVector<DimRun>> runs =
       mergedRuns(shapeOf(input), shapeOf(v));
-  if (!runs || llvm::none_of(*runs, [](DimRun run) {
-        return run.second - run.first > 1;
-      }))
+  if (!runs || !mergesDims(*runs))
     return std::nullopt;
   return Merge{op, input, std::move(*runs)};
 }
@@ -224,8 +228,7 @@ struct SinkMergeThroughLinear : public OpRewritePattern<LinearOp> {
     if (!merge || !merge->op->hasOneUse())
       return failure();
     ArrayRef<DimRun> rows = ArrayRef<DimRun>(merge->runs).drop_back();
-    if (llvm::none_of(rows,
-                      [](DimRun run) { return run.second - run.first > 1; }))
+    if (!mergesDims(rows))
       return failure();
     ArrayRef<int64_t> unmerged = shapeOf(merge->input);
     SmallVector<int64_t> shape(unmerged.take_front(merge->runs.back().first));
