@@ -30,10 +30,10 @@ def model_pid(launcher_pid, program, deadline):
             for child in children:
                 with open(f"/proc/{child}/cmdline", "rb") as f:
                     argv = f.read().split(b"\0")
-                # The model itself: not weft-run's --print-mesh query, nor
+                # The model itself: not weft-run's --print-manifest query, nor
                 # a child caught between fork and exec (still weft-run).
                 if (os.path.basename(argv[0]) == os.fsencode(os.path.basename(program))
-                        and b"--print-mesh" not in argv):
+                        and b"--print-manifest" not in argv):
                     return int(child)
         except OSError:
             pass

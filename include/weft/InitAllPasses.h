@@ -5,7 +5,8 @@
 
 namespace weft {
 
-/// Registers Weft's passes and pipelines and the upstream passes Weft uses.
+/// Registers Weft's passes and pipelines and the upstream passes Weft uses
+/// (once: later calls do nothing).
 void registerAllPasses();
 
 } // namespace weft

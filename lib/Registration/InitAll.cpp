@@ -13,6 +13,8 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 
+#include <mutex>
+
 // Weft lowers through most of upstream MLIR (linalg, bufferization, the
 // LLVM conversions, shard), so its tools register all of it.
 void weft::registerAllDialects(mlir::DialectRegistry &registry) {
@@ -23,9 +25,14 @@ void weft::registerAllDialects(mlir::DialectRegistry &registry) {
 }
 
 void weft::registerAllPasses() {
-  mlir::registerAllPasses();
-  weft::registerWeftPasses();
-  weft::registerWeftPipelines();
-  weft::registerWeftConversionPasses();
-  weft::registerCPUPipelines();
+  // A pipeline registered twice is a fatal error; the tools and the
+  // compiler library may each ask.
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    mlir::registerAllPasses();
+    weft::registerWeftPasses();
+    weft::registerWeftPipelines();
+    weft::registerWeftConversionPasses();
+    weft::registerCPUPipelines();
+  });
 }

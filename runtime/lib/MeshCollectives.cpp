@@ -1,16 +1,19 @@
 //===- MeshCollectives.cpp - The collectives compiled code calls ----------===//
 //
-// A partitioned model calls
+// A partitioned model calls the functions of weft/runtime/Contract.h:
 //   weft_collective_<dtype>(in, out, kind, axes_mask, dim, concat_dim)
+//   weft_send_<dtype>(in, out, axes_mask, peer, tag)
+//   weft_recv_<dtype>(in, out, axes_mask, peer, tag)
 // with unranked memref descriptors (passed as rank + descriptor pointer),
-// and weft_mesh_coordinate(axis). The kind is a shard collective; the mask
-// names the mesh axes of the group (bit a for axis a). Each group has a
-// communicator created at start-up; here the data is arranged so that a
-// collective along any tensor dim becomes one call on contiguous blocks.
+// and weft_mesh_coordinate(axis). The mask names the mesh axes of the group
+// (bit a for axis a). Each group has a communicator created at start-up;
+// here the data is arranged so that a collective along any tensor dim
+// becomes one call on contiguous blocks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/Collectives.h"
+#include "weft/runtime/Contract.h"
 #include "weft/runtime/ShardLayout.h"
 #include "weft/runtime/Trace.h"
 
@@ -104,15 +107,6 @@ void around(const std::vector<int64_t> &sizes, int64_t dim, int64_t &outer,
     (d < dim ? outer : inner) *= d == dim ? 1 : sizes[d];
 }
 
-enum Kind : int64_t {
-  AllReduce = 0,
-  AllGather = 1,
-  ReduceScatter = 2,
-  AllToAll = 3,
-  Send = 4, // dim: the peer on the group's axes; concat_dim: the tag
-  Recv = 5,
-};
-
 [[noreturn]] void fatal(const std::string &message) {
   fprintf(stderr, "weft: rank %d: %s\n", currentWorld ? currentWorld->rank : -1,
           message.c_str());
@@ -120,51 +114,68 @@ enum Kind : int64_t {
   abort();
 }
 
-void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
-                int64_t kind, int64_t mask, int64_t dim, int64_t concatDim,
-                weft_dtype dtype) {
+Communicator &groupOf(int64_t mask) {
   if (!currentWorld)
     fatal("a collective ran before the mesh was set up");
-  Communicator &group = currentWorld->group(mask);
+  return currentWorld->group(mask);
+}
+
+/// Sends `in` to `peer` along the group's axes; the op's result is `in`.
+void send(int64_t inRank, void *inDescriptor, void *outDescriptor, int64_t mask,
+          int64_t peer, int64_t tag, weft_dtype dtype) {
+  Communicator &group = groupOf(mask);
   size_t elementSize = weft_dtype_size(dtype);
   View in(inRank, inDescriptor, elementSize);
   View out(inRank, outDescriptor, elementSize);
-  if (kind == Recv) {
-    // The result is a fresh dense buffer: the message lands in it.
-    double start = trace::now();
-    group.recv(out.data, out.count(), dtype, int(dim), int(concatDim));
-    trace::record(trace::Kind::Recv, start, trace::now(), dim,
-                  out.count() * elementSize);
-    return;
-  }
   double start = trace::now();
+  const char *packed = dense(in, elementSize, scratch[0]);
+  group.send(packed, in.count(), dtype, int(peer), int(tag));
+  if (out.data != packed)
+    memcpy(out.data, packed, in.count() * elementSize);
+  trace::record(trace::Kind::Send, start, trace::now(), peer,
+                in.count() * elementSize);
+}
+
+/// Receives from `peer` into the op's result, a fresh dense buffer.
+void recv(int64_t outRank, void *outDescriptor, int64_t mask, int64_t peer,
+          int64_t tag, weft_dtype dtype) {
+  Communicator &group = groupOf(mask);
+  size_t elementSize = weft_dtype_size(dtype);
+  View out(outRank, outDescriptor, elementSize);
+  double start = trace::now();
+  group.recv(out.data, out.count(), dtype, int(peer), int(tag));
+  trace::record(trace::Kind::Recv, start, trace::now(), peer,
+                out.count() * elementSize);
+}
+
+void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
+                int64_t kindValue, int64_t mask, int64_t dim, int64_t concatDim,
+                weft_dtype dtype) {
+  Communicator &group = groupOf(mask);
+  size_t elementSize = weft_dtype_size(dtype);
+  View in(inRank, inDescriptor, elementSize);
+  View out(inRank, outDescriptor, elementSize);
   // Timed until the function returns.
   struct Recorded {
-    trace::Kind kind;
     int64_t label, bytes;
     double start;
-    ~Recorded() { trace::record(kind, start, trace::now(), label, bytes); }
-  } recorded{kind == Send ? trace::Kind::Send : trace::Kind::Collective,
-             kind == Send ? dim : kind, int64_t(in.count() * elementSize),
-             start};
+    ~Recorded() {
+      trace::record(trace::Kind::Collective, start, trace::now(), label, bytes);
+    }
+  } recorded{kindValue, int64_t(in.count() * elementSize), trace::now()};
   int64_t parts = group.size();
   const size_t bytes = in.count() * elementSize;
   const char *packed = dense(in, elementSize, scratch[0]);
   std::vector<int64_t> outStrides = rowMajorStrides(out.sizes);
   int rank = int(in.sizes.size());
-  switch (kind) {
-  case Send:
-    group.send(packed, in.count(), dtype, int(dim), int(concatDim));
-    if (out.data != packed)
-      memcpy(out.data, packed, bytes);
-    return;
-  case AllReduce:
+  switch (CollectiveKind(kindValue)) {
+  case CollectiveKind::AllReduce:
     // In place in the (dense) result.
     if (out.data != packed)
       memcpy(out.data, packed, bytes);
     group.allReduce(out.data, in.count(), dtype, ReduceOp::Sum);
     return;
-  case AllGather: {
+  case CollectiveKind::AllGather: {
     // Gathered blocks arrive as [parts, outer, n, inner]; the result is
     // [outer, parts * n, inner].
     char *gathered = scratch[1].get(bytes * parts);
@@ -178,7 +189,7 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
     copyStrided(gathered, from, out.data, to, sizes, 4, elementSize);
     return;
   }
-  case ReduceScatter: {
+  case CollectiveKind::ReduceScatter: {
     // [outer, parts * n, inner] -> blocks [parts, outer, n, inner].
     int64_t outer, inner;
     around(in.sizes, dim, outer, inner);
@@ -191,7 +202,7 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
     group.reduceScatter(blocks, out.data, out.count(), dtype, ReduceOp::Sum);
     return;
   }
-  case AllToAll: {
+  case CollectiveKind::AllToAll: {
     // Block p of the send buffer is this rank's input sliced at
     // [p * m, (p + 1) * m) along `dim` (the split dim); block p received
     // goes to [p * n, (p + 1) * n) along `concatDim`.
@@ -215,7 +226,7 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
     return;
   }
   }
-  fatal("unknown collective kind " + std::to_string(kind));
+  fatal("unknown collective kind " + std::to_string(kindValue));
 }
 
 } // namespace
@@ -245,6 +256,8 @@ void setCurrentWorld(World *world) { currentWorld = world; }
 } // namespace weft::runtime
 
 using weft::runtime::collective;
+using weft::runtime::recv;
+using weft::runtime::send;
 
 extern "C" {
 
@@ -278,6 +291,17 @@ int64_t weft_mesh_coordinate(int64_t axis) {
                               int64_t dim, int64_t concatDim) {                \
     (void)outRank;                                                             \
     collective(inRank, in, out, kind, mask, dim, concatDim, DTYPE);            \
+  }                                                                            \
+  void weft_send_##NAME(int64_t inRank, void *in, int64_t outRank, void *out,  \
+                        int64_t mask, int64_t peer, int64_t tag) {             \
+    (void)outRank;                                                             \
+    send(inRank, in, out, mask, peer, tag, DTYPE);                             \
+  }                                                                            \
+  void weft_recv_##NAME(int64_t inRank, void *in, int64_t outRank, void *out,  \
+                        int64_t mask, int64_t peer, int64_t tag) {             \
+    (void)inRank;                                                              \
+    (void)in;                                                                  \
+    recv(outRank, out, mask, peer, tag, DTYPE);                                \
   }
 WEFT_COLLECTIVE(f32, WEFT_F32)
 WEFT_COLLECTIVE(f64, WEFT_F64)

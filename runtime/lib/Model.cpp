@@ -1,23 +1,15 @@
 //===- Model.cpp - Load a compiled model and run it -----------------------===//
 //
-// The manifest (a text the compiler embeds in the object) lists the entry
-// function's buffers, one per line, after the mesh of a partitioned model:
-//   weft-manifest 2
-//   mesh <n> <name> <size>...          (partitioned models only)
-//   groups <n> <axes mask>...          (partitioned models only)
-//   optimizer <name> <beta1> <beta2> <vocab> <flops>   (training steps only;
-//             flops: the whole step's contraction FLOPs over all ranks)
-//   tokens <name>                      (training steps: the token input)
-//   buffer <input|param|state|output> <name> <dtype> <rank> <global dims...>
-//          <sharding> [<offset> <shard stride>]
-// The sharding is a ShardSpec ("*" for a scalar). Params carry the byte
-// offset of their first shard in the weights file and the distance between
-// shards; the file starts with a 64-byte header: "WEFTWGT1", the manifest's
-// FNV-1a hash, the file size.
+// The manifest (JSON the compiler embeds in the object; its schema is
+// weft::runtime::Manifest in weft/runtime/Contract.h) lists the entry
+// function's buffers and the mesh of a partitioned model. Params live in
+// the weights file at the offsets the manifest gives, after a header that
+// names the manifest's hash.
 //
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/CApi.h"
+#include "weft/runtime/Contract.h"
 #include "weft/runtime/Device.h"
 #include "weft/runtime/ShardLayout.h"
 
@@ -26,7 +18,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -50,35 +41,6 @@ struct Buffer {
   const void *bound = nullptr; // inputs: caller's data
   void *owned = nullptr;       // outputs: runtime memory
 };
-
-uint64_t fnv1a(const char *text) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = text; *p; ++p)
-    h = (h ^ uint8_t(*p)) * 1099511628211ull;
-  return h;
-}
-
-std::string unescape(const std::string &s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out += char(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-bool parseDtype(const std::string &s, weft_dtype &dtype) {
-  for (int d = WEFT_F32; d <= WEFT_BOOL; ++d)
-    if (s == weft_dtype_name(weft_dtype(d))) {
-      dtype = weft_dtype(d);
-      return true;
-    }
-  return false;
-}
 
 void setError(char *error, size_t size, const std::string &message) {
   if (error && size)
@@ -106,105 +68,43 @@ struct weft_model {
 
 extern "C" {
 
-size_t weft_dtype_size(weft_dtype dtype) {
-  switch (dtype) {
-  case WEFT_F64:
-  case WEFT_I64:
-    return 8;
-  case WEFT_F32:
-  case WEFT_I32:
-    return 4;
-  case WEFT_F16:
-  case WEFT_BF16:
-    return 2;
-  case WEFT_BOOL:
-    return 1;
-  }
-  return 0;
-}
-
-const char *weft_dtype_name(weft_dtype dtype) {
-  static const char *names[] = {"f32", "f64", "f16", "bf16",
-                                "i64", "i32", "i1"};
-  return dtype >= WEFT_F32 && dtype <= WEFT_BOOL ? names[dtype] : "?";
-}
-
 weft_model *weft_model_open(const char *manifest, const char *weightsPath,
                             char *error, size_t errorSize) {
   auto model = std::make_unique<weft_model>();
-  std::istringstream lines(manifest);
-  std::string line;
-  if (!std::getline(lines, line) || line != "weft-manifest 2") {
-    setError(error, errorSize, "the executable's manifest is not version 2");
+  std::string parseError;
+  std::optional<weft::runtime::Manifest> parsed =
+      weft::runtime::Manifest::parse(manifest, parseError);
+  if (!parsed) {
+    setError(error, errorSize, "the executable's manifest " + parseError);
     return nullptr;
   }
   uint64_t weightBytes = 0;
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string keyword;
-    fields >> keyword;
-    if (keyword == "optimizer") {
-      fields >> model->optimizer >> model->beta1 >> model->beta2 >>
-          model->vocab >> model->stepFlops;
-      continue;
-    }
-    if (keyword == "tokens") {
-      std::string name;
-      fields >> name;
-      model->tokenInput = unescape(name);
-      continue;
-    }
-    if (keyword == "mesh" || keyword == "groups") {
-      size_t count = 0;
-      fields >> count;
-      for (size_t i = 0; i < count && fields; ++i) {
-        if (keyword == "groups") {
-          int64_t mask = 0;
-          fields >> mask;
-          model->groups.push_back(mask);
-          continue;
-        }
-        std::string name;
-        int64_t size = 0;
-        fields >> name >> size;
-        model->mesh.names.push_back(unescape(name));
-        model->mesh.sizes.push_back(size);
-      }
-      if (!fields) {
-        setError(error, errorSize, "malformed manifest line: " + line);
-        return nullptr;
-      }
-      continue;
-    }
-    std::string role, name, dtype;
-    int rank = 0;
-    fields >> role >> name >> dtype >> rank;
+  model->mesh = parsed->mesh;
+  model->groups = parsed->groups;
+  if (parsed->training) {
+    model->optimizer = parsed->training->optimizer;
+    model->beta1 = parsed->training->beta1;
+    model->beta2 = parsed->training->beta2;
+    model->vocab = parsed->training->vocab;
+    model->stepFlops = parsed->training->stepFlops;
+    model->tokenInput = parsed->training->tokenInput;
+  }
+  for (weft::runtime::ManifestBuffer &entry : parsed->buffers) {
     auto buffer = std::make_unique<Buffer>();
-    buffer->name = unescape(name);
-    buffer->shape.resize(rank);
-    for (int64_t &d : buffer->shape)
-      fields >> d;
-    fields >> buffer->specText;
+    buffer->name = entry.name;
+    buffer->shape = entry.shape;
+    buffer->specText = entry.sharding;
+    // Manifest::parse checked the spec.
+    ShardSpec::parse(entry.sharding, entry.shape.size(), buffer->spec);
     weft_buffer_info &info = buffer->info;
-    info.role = role == "input"   ? WEFT_INPUT
-                : role == "param" ? WEFT_PARAM
-                : role == "state" ? WEFT_STATE
-                                  : WEFT_OUTPUT;
-    if (keyword != "buffer" || !parseDtype(dtype, info.dtype) ||
-        (role != "input" && role != "param" && role != "output" &&
-         role != "state") ||
-        !fields ||
-        !ShardSpec::parse(buffer->specText == "*" ? "" : buffer->specText, rank,
-                          buffer->spec)) {
-      setError(error, errorSize, "malformed manifest line: " + line);
-      return nullptr;
-    }
+    info.role = entry.role;
+    info.dtype = entry.dtype;
     size_t count = 1;
     for (int64_t d : buffer->shape)
       count *= d;
     info.bytes = count * weft_dtype_size(info.dtype);
-    if (info.role == WEFT_PARAM)
-      fields >> buffer->offset >> buffer->shardStride;
+    buffer->offset = entry.weightsOffset;
+    buffer->shardStride = entry.shardStride;
     model->buffers.push_back(std::move(buffer));
   }
   if (!model->mesh.sizes.empty())
@@ -250,17 +150,16 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
                std::string("cannot map weights file '") + weightsPath + "'");
       return nullptr;
     }
-    const char *header = static_cast<const char *>(model->weights);
-    uint64_t hash, size;
-    if (model->weightsSize < 64 || memcmp(header, "WEFTWGT1", 8) != 0) {
+    weft::runtime::WeightsHeader header;
+    if (!weft::runtime::WeightsHeader::read(model->weights, model->weightsSize,
+                                            header)) {
       setError(error, errorSize,
                std::string("'") + weightsPath + "' is not a Weft weights file");
       weft_model_close(model.release());
       return nullptr;
     }
-    memcpy(&hash, header + 8, 8);
-    memcpy(&size, header + 16, 8);
-    if (hash != fnv1a(manifest) || size != model->weightsSize ||
+    if (header.manifestHash != weft::runtime::manifestHash(manifest) ||
+        header.fileBytes != model->weightsSize ||
         weightBytes > model->weightsSize) {
       setError(error, errorSize,
                std::string("weights file '") + weightsPath +

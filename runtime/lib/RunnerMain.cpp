@@ -16,6 +16,7 @@
 #include "weft/runtime/Blas.h"
 #include "weft/runtime/CApi.h"
 #include "weft/runtime/Collectives.h"
+#include "weft/runtime/Contract.h"
 #include "weft/runtime/ShardLayout.h"
 #include "weft/runtime/TensorFiles.h"
 #include "weft/runtime/Trainer.h"
@@ -26,7 +27,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -74,42 +74,12 @@ int fail(const std::string &message) {
 
 bool pipelined() { return &weft_pipeline_programs != nullptr; }
 
-/// The "mesh" line of a manifest as "dp=2,tp=2", or "".
-std::string manifestMesh(const char *manifest) {
-  const char *line = strstr(manifest, "\nmesh ");
-  if (!line)
-    return "";
-  std::istringstream fields(std::string(line + 6, strchr(line + 1, '\n')));
-  size_t count = 0;
-  fields >> count;
-  std::string text;
-  for (size_t i = 0; i < count; ++i) {
-    std::string name, size;
-    fields >> name >> size;
-    text += (i ? "," : "") + name + "=" + size;
-  }
-  return text;
-}
-
-/// The communicator groups a manifest lists (its "groups" line).
-std::vector<int64_t> manifestGroups(const char *manifest) {
-  const char *line = strstr(manifest, "\ngroups ");
-  std::vector<int64_t> groups;
-  if (!line)
-    return groups;
-  std::istringstream fields(std::string(line + 8, strchr(line + 1, '\n')));
-  size_t count = 0;
-  fields >> count;
-  for (int64_t mask; groups.size() < count && fields >> mask;)
-    groups.push_back(mask);
-  return groups;
-}
-
-/// The mesh the manifest names (none for a one-rank model).
-MeshShape manifestMeshShape(const std::string &text) {
-  MeshShape mesh;
-  MeshShape::parse(text, mesh);
-  return mesh;
+/// The manifest of one of the executable's programs.
+std::optional<Manifest> readManifest(const char *text, std::string &error) {
+  std::optional<Manifest> manifest = Manifest::parse(text, error);
+  if (!manifest)
+    error = "the executable's manifest " + error;
+  return manifest;
 }
 
 /// `<executable>.weights` (`<executable>.pp<r>.weights` for pp rank r of
@@ -197,13 +167,12 @@ int main(int argc, char **argv) {
              "         [--ckpt-dir DIR [--save-every N] [--resume]] "
              "[--resume-from CHECKPOINT] [--peak-tflops X] [--trace FILE]\n"
              "         (a model compiled with weftc --train)\n"
-             "       %s --print-mesh   (the mesh and its number of ranks)\n",
+             "       %s --print-manifest   (its buffers and mesh, as JSON; "
+             "of pp rank 0 in a pipeline)\n",
              argv[0], argv[0], argv[0]);
       return 0;
-    } else if (arg == "--print-mesh") {
-      MeshShape mesh = manifestMeshShape(manifestMesh(manifest));
-      printf("%s %lld\n", mesh.sizes.empty() ? "-" : mesh.describe().c_str(),
-             static_cast<long long>(mesh.numRanks()));
+    } else if (arg == "--print-manifest") {
+      fputs(manifest, stdout);
       return 0;
     } else if (is("--data")) {
       training.data = value("--data");
@@ -280,7 +249,11 @@ int main(int argc, char **argv) {
   if (threads)
     omp_set_num_threads(threads);
   // The ranks of a partitioned model; one rank otherwise.
-  MeshShape mesh = manifestMeshShape(manifestMesh(manifest));
+  std::string manifestError;
+  std::optional<Manifest> first = readManifest(manifest, manifestError);
+  if (!first)
+    return fail(manifestError);
+  MeshShape mesh = first->mesh;
   std::string worldError;
   std::unique_ptr<World> world = startWorld(argc, argv, mesh, worldError);
   if (!world)
@@ -321,9 +294,13 @@ int main(int argc, char **argv) {
   std::vector<int64_t> groups;
   for (size_t g = 0; g < weft_model_num_groups(model); ++g)
     groups.push_back(weft_model_group(model, g));
-  for (int64_t p = 0; pipelined() && p < weft_pipeline_programs; ++p)
-    for (int64_t mask : manifestGroups(weft_pipeline_manifests[p]))
-      groups.push_back(mask);
+  for (int64_t p = 0; pipelined() && p < weft_pipeline_programs; ++p) {
+    std::optional<Manifest> program =
+        readManifest(weft_pipeline_manifests[p], manifestError);
+    if (!program)
+      return fail(manifestError);
+    groups.insert(groups.end(), program->groups.begin(), program->groups.end());
+  }
   std::sort(groups.begin(), groups.end());
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   world->createGroups(groups);

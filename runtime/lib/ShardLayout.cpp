@@ -143,8 +143,7 @@ int64_t ShardSpec::shardIndex(const std::vector<int64_t> &coordinates,
 
 ShardSpec bufferSpec(const weft_buffer_info *info) {
   ShardSpec spec;
-  ShardSpec::parse(std::string(info->sharding) == "*" ? "" : info->sharding,
-                   info->rank, spec);
+  ShardSpec::parse(info->sharding, info->rank, spec);
   return spec;
 }
 

@@ -10,19 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "weft/InitAllDialects.h"
-#include "weft/Planner/Planner.h"
-#include "weft/Planner/Profile.h"
+#include "weft/Compiler/FrontEnd.h"
 #include "weft/Planner/Report.h"
-#include "weft/Target/ONNX/ImportONNX.h"
-#include "weft/Target/Synthetic/SyntheticModel.h"
 
-#include "weft/Dialect/Weft/Transforms/Passes.h"
-
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -30,7 +20,6 @@
 
 #include <chrono>
 
-using namespace mlir;
 using namespace weft::planner;
 namespace cl = llvm::cl;
 
@@ -92,98 +81,47 @@ int main(int argc, char **argv) {
     return fail("give a model file or --synthetic, not both or neither");
   if (clusterName.empty())
     return fail("--cluster is required (a preset or a cluster file)");
-  if (nodes < 1)
-    return fail("--nodes must be at least 1");
   if (precision != "mixed" && precision != "f32")
     return fail("--precision must be mixed or f32, not '" +
                 std::string(precision) + "'");
+  weft::PlanOptions options;
+  options.model = inputFile;
+  options.dims = dims;
+  options.synthetic = synthetic;
+  options.cluster = clusterName;
+  options.nodes = nodes;
+  options.globalBatch = globalBatch;
+  options.mixedPrecision = precision == "mixed";
   std::string error;
-  std::optional<Cluster> cluster =
-      Cluster::load(clusterName, int64_t(nodes), error);
-  if (!cluster)
-    return fail("--cluster: " + error);
   std::optional<PlanConstraints> constraints =
       PlanConstraints::parse(fix, error);
   if (!constraints)
     return fail("--fix: " + error);
-
-  mlir::DialectRegistry registry;
-  weft::registerAllDialects(registry);
-  MLIRContext context(registry);
-  context.printOpOnDiagnostic(false);
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && diagnostics.empty())
-      diagnostics = diag.str();
-    return success();
-  });
-
-  OwningOpRef<ModuleOp> module;
-  int64_t modelLayers = 0;
-  if (!synthetic.empty()) {
-    std::optional<weft::SyntheticModelSpec> spec =
-        weft::SyntheticModelSpec::parse(synthetic, error);
-    if (!spec)
-      return fail("--synthetic: " + error);
-    // Layers repeat: two are profiled and the plan is for all of them.
-    modelLayers = spec->layers;
-    spec->layers = std::min<int64_t>(spec->layers, 2);
-    module = weft::buildSyntheticModel(*spec, &context);
-  } else if (llvm::StringRef(inputFile).ends_with(".mlir")) {
-    module = parseSourceFile<ModuleOp>(inputFile, &context);
-  } else {
-    weft::ONNXImportOptions options;
-    if (!options.bindDims(dims, error))
-      return fail(error);
-    module = weft::importONNXFile(inputFile, &context, options);
-    if (module) {
-      PassManager fuse(&context);
-      weft::buildFuseIdiomsPipeline(fuse);
-      if (failed(fuse.run(*module)))
-        module = nullptr;
-    }
-  }
-  if (!module)
-    return fail((synthetic.empty() ? inputFile : synthetic) + ": " +
-                diagnostics);
-
-  // Tensor parallelism inside a node, or over two at most; tp=1 is always
-  // profiled (it gives the model's own FLOPs).
-  std::vector<int64_t> degrees = {1};
-  if (constraints->tp && *constraints->tp > 1)
-    degrees.push_back(*constraints->tp);
-  for (int64_t tp = 2; !constraints->tp && tp <= 2 * cluster->gpusPerNode &&
-                       tp <= cluster->gpus();
-       tp *= 2)
-    if (cluster->gpus() % tp == 0)
-      degrees.push_back(tp);
-  std::optional<ModelProfile> model =
-      profileModel(*module, degrees, modelLayers, error);
-  if (!model)
+  options.constraints = *constraints;
+  std::optional<weft::PlanResult> planned = weft::planTraining(options, error);
+  if (!planned)
     return fail(error);
-
-  TrainingSetup setup;
-  setup.globalBatch = globalBatch ? int64_t(globalBatch) : model->batch;
-  setup.mixedPrecision = precision == "mixed";
-  SearchResult result = search(*model, *cluster, setup, *constraints);
+  const ModelProfile &model = planned->model;
+  const Cluster &cluster = planned->cluster;
+  const SearchResult &result = planned->search;
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
   if (json) {
-    printJSON(*model, *cluster, setup, result, top, llvm::outs());
+    printJSON(model, cluster, planned->setup, result, top, llvm::outs());
   } else {
-    printSummary(*model, *cluster, setup, llvm::outs());
-    for (const std::string &why : model->rejectedDegrees)
+    printSummary(model, cluster, planned->setup, llvm::outs());
+    for (const std::string &why : model.rejectedDegrees)
       llvm::outs() << "not profiled: " << why << "\n";
     llvm::outs() << llvm::formatv("planned in {0:F2} s: ", seconds);
-    printPlans(result, *cluster, top, llvm::outs());
+    printPlans(result, cluster, top, llvm::outs());
     if (explainFlag && !result.fitting.empty()) {
       llvm::outs() << "why not:\n";
-      for (const std::string &line : explain(result, *cluster))
+      for (const std::string &line : explain(result, cluster))
         llvm::outs() << "  " << line << "\n";
     }
   }
   if (result.fitting.empty())
-    return fail(noPlanMessage(result, *cluster));
+    return fail(noPlanMessage(result, cluster));
   return 0;
 }

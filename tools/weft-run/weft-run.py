@@ -3,8 +3,8 @@
 
     weft-run [-np N] [--timeout SECONDS] ./model [model arguments...]
 
-The number of ranks defaults to the model's mesh size (`./model
---print-mesh`); another -np is an error before anything runs. How the ranks
+The number of ranks defaults to the model's mesh size (the "mesh" of
+`./model --print-manifest`); another -np is an error before anything runs. How the ranks
 start depends on where weft-run runs:
 
 - on a machine or in a batch job: `mpiexec -n N` (MPICH's Hydra, which
@@ -25,6 +25,7 @@ bounds the whole run, so a wedged rank never hangs the caller.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -43,18 +44,28 @@ def fail(message):
 
 
 def mesh_of(program):
-    """The mesh text and rank count the executable was partitioned for."""
+    """The mesh text and rank count the executable was partitioned for, from
+    its manifest (the schema of weft/runtime/Contract.h; the executable
+    checks the version itself when it starts)."""
     try:
-        result = subprocess.run([program, "--print-mesh"], capture_output=True,
-                                text=True, timeout=60)
+        result = subprocess.run([program, "--print-manifest"],
+                                capture_output=True, text=True, timeout=60)
     except OSError as error:
         fail(f"cannot run '{program}': {error.strerror}")
     except subprocess.TimeoutExpired:
-        fail(f"'{program} --print-mesh' did not answer")
-    fields = result.stdout.split()
-    if result.returncode != 0 or len(fields) != 2 or not fields[1].isdigit():
-        fail(f"'{program}' is not a Weft executable (--print-mesh failed)")
-    return fields[0], int(fields[1])
+        fail(f"'{program} --print-manifest' did not answer")
+    try:
+        manifest = json.loads(result.stdout) if result.returncode == 0 else {}
+    except ValueError:
+        manifest = {}
+    if manifest.get("format") != "weft-manifest":
+        fail(f"'{program}' is not a Weft executable (--print-manifest failed)")
+    axes = manifest["mesh"]
+    ranks = 1
+    for axis in axes:
+        ranks *= axis["size"]
+    text = ",".join(f"{axis['name']}={axis['size']}" for axis in axes)
+    return text or "-", ranks
 
 
 def check_world(world, ranks, mesh, program):

@@ -10,6 +10,7 @@
 
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/Weft/IR/RuntimeTypes.h"
+#include "weft/runtime/Contract.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -26,23 +27,11 @@ using namespace mlir;
 
 namespace {
 
-/// The runtime's collective kinds (MeshCollectives.cpp).
-enum class CollectiveKind : int64_t {
-  AllReduce = 0,
-  AllGather = 1,
-  ReduceScatter = 2,
-  AllToAll = 3,
-  // Pipeline messages: `dim` is the peer on the grid axes, `concat_dim`
-  // the message's tag.
-  Send = 4,
-  Recv = 5,
-};
+using weft::runtime::CollectiveKind;
 
-constexpr llvm::StringLiteral kCoordinateFunction = "weft_mesh_coordinate";
-
-std::string collectiveFunction(Type elementType) {
-  return ("weft_collective_" +
-          weft::runtimeTypeName(elementType).value_or("unknown"))
+/// The runtime function `prefix<dtype>` (weft/runtime/Contract.h).
+std::string runtimeFunction(const char *prefix, Type elementType) {
+  return (prefix + weft::runtimeTypeName(elementType).value_or("unknown"))
       .str();
 }
 
@@ -62,10 +51,14 @@ void declare(ModuleOp module, StringRef name, FunctionType type) {
   func.setPrivate();
 }
 
-FunctionType collectiveType(MLIRContext *ctx, Type elementType) {
+/// `(in, out, i64...)`: a collective's kind, mask and two dims, or a
+/// message's mask, peer and tag.
+FunctionType runtimeFunctionType(MLIRContext *ctx, Type elementType,
+                                 unsigned integers) {
   auto unranked = UnrankedMemRefType::get(elementType, 0);
-  auto i64 = IntegerType::get(ctx, 64);
-  return FunctionType::get(ctx, {unranked, unranked, i64, i64, i64, i64}, {});
+  SmallVector<Type> inputs = {unranked, unranked};
+  inputs.append(integers, IntegerType::get(ctx, 64));
+  return FunctionType::get(ctx, inputs, {});
 }
 
 /// Every collective bufferizes the same way: its operand is read, its
@@ -101,8 +94,9 @@ struct CollectiveBufferization
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     Type element = resultType.getElementType();
     auto module = op->getParentOfType<ModuleOp>();
-    auto callee =
-        module.lookupSymbol<func::FuncOp>(collectiveFunction(element));
+    RuntimeCall call = describe(collective);
+    auto callee = module.lookupSymbol<func::FuncOp>(
+        runtimeFunction(call.prefix, element));
     if (!callee)
       return op->emitError("run convert-shard-to-weft-runtime before "
                            "bufferization (no runtime declaration for ")
@@ -111,59 +105,67 @@ struct CollectiveBufferization
         rewriter, loc, MemRefType::get(resultType.getShape(), element),
         ValueRange{}, rewriter.getI64IntegerAttr(64));
     auto unranked = UnrankedMemRefType::get(element, 0);
-    auto constant = [&](int64_t value) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, value, 64);
-    };
-    auto [kind, dim, concatDim] = describe(collective);
-    func::CallOp::create(
-        rewriter, loc, callee,
-        ValueRange{memref::CastOp::create(rewriter, loc, unranked, *input),
-                   memref::CastOp::create(rewriter, loc, unranked, output),
-                   constant(static_cast<int64_t>(kind)),
-                   constant(axesMask(collective.getGridAxes())), constant(dim),
-                   constant(concatDim)});
+    SmallVector<Value> operands = {
+        memref::CastOp::create(rewriter, loc, unranked, *input),
+        memref::CastOp::create(rewriter, loc, unranked, output)};
+    for (int64_t value : call.integers)
+      operands.push_back(
+          arith::ConstantIntOp::create(rewriter, loc, value, 64));
+    func::CallOp::create(rewriter, loc, callee, operands);
     bufferization::replaceOpWithBufferizedValues(rewriter, op, Value(output));
     return success();
   }
 
-  static std::tuple<CollectiveKind, int64_t, int64_t>
-  describe(shard::AllReduceOp) {
-    return {CollectiveKind::AllReduce, 0, 0};
+  /// The runtime function an op calls and its integer arguments.
+  struct RuntimeCall {
+    const char *prefix;
+    SmallVector<int64_t, 4> integers;
+  };
+  template <typename CollectiveOp>
+  static RuntimeCall collectiveCall(CollectiveOp op, CollectiveKind kind,
+                                    int64_t dim = 0, int64_t concatDim = 0) {
+    return {weft::runtime::kCollectiveFunctionPrefix,
+            {static_cast<int64_t>(kind), axesMask(op.getGridAxes()), dim,
+             concatDim}};
   }
-  static std::tuple<CollectiveKind, int64_t, int64_t>
-  describe(shard::AllGatherOp op) {
-    return {CollectiveKind::AllGather, op.getGatherAxis().getSExtValue(), 0};
+  static RuntimeCall describe(shard::AllReduceOp op) {
+    return collectiveCall(op, CollectiveKind::AllReduce);
   }
-  static std::tuple<CollectiveKind, int64_t, int64_t>
-  describe(shard::ReduceScatterOp op) {
-    return {CollectiveKind::ReduceScatter, op.getScatterAxis().getSExtValue(),
-            0};
+  static RuntimeCall describe(shard::AllGatherOp op) {
+    return collectiveCall(op, CollectiveKind::AllGather,
+                          op.getGatherAxis().getSExtValue());
   }
-  static std::tuple<CollectiveKind, int64_t, int64_t>
-  describe(shard::AllToAllOp op) {
-    return {CollectiveKind::AllToAll, op.getSplitAxis().getSExtValue(),
-            op.getConcatAxis().getSExtValue()};
+  static RuntimeCall describe(shard::ReduceScatterOp op) {
+    return collectiveCall(op, CollectiveKind::ReduceScatter,
+                          op.getScatterAxis().getSExtValue());
+  }
+  static RuntimeCall describe(shard::AllToAllOp op) {
+    return collectiveCall(op, CollectiveKind::AllToAll,
+                          op.getSplitAxis().getSExtValue(),
+                          op.getConcatAxis().getSExtValue());
   }
   static int64_t tagOf(Operation *op) {
     // WeftDialect::kTagAttrName, set by weft-pipeline-cut.
     auto tag = op->getAttrOfType<IntegerAttr>("weft.tag");
     return tag ? tag.getInt() : 0;
   }
-  static std::tuple<CollectiveKind, int64_t, int64_t>
-  describe(shard::SendOp op) {
-    return {CollectiveKind::Send, op.getDestination().front(), tagOf(op)};
+  static RuntimeCall describe(shard::SendOp op) {
+    return {
+        weft::runtime::kSendFunctionPrefix,
+        {axesMask(op.getGridAxes()), op.getDestination().front(), tagOf(op)}};
   }
-  static std::tuple<CollectiveKind, int64_t, int64_t>
-  describe(shard::RecvOp op) {
-    return {CollectiveKind::Recv, op.getSource() ? op.getSource()->front() : 0,
-            tagOf(op)};
+  static RuntimeCall describe(shard::RecvOp op) {
+    return {weft::runtime::kRecvFunctionPrefix,
+            {axesMask(op.getGridAxes()),
+             op.getSource() ? op.getSource()->front() : 0, tagOf(op)}};
   }
 };
 
 /// The rank's linear position along `axes` (major first), as an index.
 Value linearPosition(OpBuilder &builder, Location loc, ModuleOp module,
                      ArrayRef<shard::GridAxis> axes, ArrayRef<int64_t> sizes) {
-  auto callee = module.lookupSymbol<func::FuncOp>(kCoordinateFunction);
+  auto callee =
+      module.lookupSymbol<func::FuncOp>(weft::runtime::kMeshCoordinateFunction);
   Value position = arith::ConstantIndexOp::create(builder, loc, 0);
   for (shard::GridAxis axis : axes) {
     Value coordinate =
@@ -199,7 +201,7 @@ struct ConvertShardToWeftRuntimePass
     });
     auto i64 = IntegerType::get(ctx, 64);
     if (!shardOps.empty())
-      declare(module, kCoordinateFunction,
+      declare(module, weft::runtime::kMeshCoordinateFunction,
               FunctionType::get(ctx, {i64}, {i64}));
     for (Operation *op : shardOps) {
       auto symbol = op->getAttrOfType<FlatSymbolRefAttr>("grid");
@@ -253,8 +255,19 @@ struct ConvertShardToWeftRuntimePass
           failed = true;
           continue;
         }
-        declare(module, collectiveFunction(element),
-                collectiveType(ctx, element));
+        if (isa<shard::SendOp>(op))
+          declare(module,
+                  runtimeFunction(weft::runtime::kSendFunctionPrefix, element),
+                  runtimeFunctionType(ctx, element, 3));
+        else if (isa<shard::RecvOp>(op))
+          declare(module,
+                  runtimeFunction(weft::runtime::kRecvFunctionPrefix, element),
+                  runtimeFunctionType(ctx, element, 3));
+        else
+          declare(module,
+                  runtimeFunction(weft::runtime::kCollectiveFunctionPrefix,
+                                  element),
+                  runtimeFunctionType(ctx, element, 4));
       }
     }
     if (failed)

@@ -4,6 +4,7 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
 #include "weft/Target/CPU/CPUTarget.h"
+#include "weft/runtime/Contract.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -66,6 +67,10 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
   }
   // Global shape and spec from the buffer's `weft.sharding`, if any.
   auto place = [&](EntryBuffer &buffer, DictionaryAttr attrs) -> LogicalResult {
+    if (!runtimeDtype(buffer.type.getElementType()))
+      return func.emitError()
+             << "the runtime has no buffers of " << buffer.type.getElementType()
+             << " (buffer '" << buffer.name << "')";
     buffer.globalShape.assign(buffer.type.getShape().begin(),
                               buffer.type.getShape().end());
     TensorSharding sharding = TensorSharding::replicated(buffer.type.getRank());
@@ -94,7 +99,7 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
     return success();
   };
   std::vector<EntryBuffer> buffers;
-  weightsBytes = 64; // header
+  weightsBytes = runtime::kWeightsHeaderBytes;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     EntryBuffer buffer;
     buffer.type = llvm::cast<RankedTensorType>(func.getArgumentTypes()[i]);
@@ -116,7 +121,8 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
       return failure();
     if (buffer.role == EntryBuffer::Role::Param) {
       buffer.weightsOffset = weightsBytes;
-      buffer.shardStride = (buffer.localBytes() + 63) / 64 * 64;
+      buffer.shardStride =
+          llvm::alignTo(buffer.localBytes(), runtime::kWeightsAlignment);
       weightsBytes += buffer.shardStride * buffer.numShards;
     }
     buffers.push_back(buffer);
@@ -135,75 +141,49 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
   return buffers;
 }
 
-static std::string escape(llvm::StringRef name) {
-  std::string out;
-  for (char c : name) {
-    if (llvm::isAlnum(c) || llvm::StringRef("_./:-[]").contains(c)) {
-      out += c;
-    } else {
-      char hex[4];
-      snprintf(hex, sizeof(hex), "%%%02X", static_cast<unsigned char>(c));
-      out += hex;
-    }
-  }
-  return out.empty() ? "%00" : out;
-}
-
 std::string buildManifest(func::FuncOp func,
                           const std::vector<EntryBuffer> &buffers,
                           const EntryMesh *mesh) {
-  std::string manifest = "weft-manifest 2\n";
+  runtime::Manifest manifest;
   if (auto optimizer = func->getAttrOfType<DictionaryAttr>(
           WeftDialect::kOptimizerAttrName)) {
     auto number = [&](StringRef key) {
       auto value = optimizer.getAs<FloatAttr>(key);
       return value ? value.getValueAsDouble() : 0.0;
     };
-    auto name = optimizer.getAs<StringAttr>("name");
-    auto vocab = optimizer.getAs<IntegerAttr>("vocab");
-    auto flops = optimizer.getAs<IntegerAttr>("flops");
-    manifest += "optimizer " + (name ? name.str() : std::string("?")) + " " +
-                std::to_string(number("beta1")) + " " +
-                std::to_string(number("beta2")) + " " +
-                std::to_string(vocab ? vocab.getInt() : 0) + " " +
-                std::to_string(flops ? flops.getInt() : 0) + "\n";
-    if (auto tokens = optimizer.getAs<StringAttr>("tokens"))
-      manifest += "tokens " + escape(tokens.getValue()) + "\n";
+    auto integer = [&](StringRef key) {
+      auto value = optimizer.getAs<IntegerAttr>(key);
+      return value ? value.getInt() : 0;
+    };
+    auto text = [&](StringRef key) {
+      auto value = optimizer.getAs<StringAttr>(key);
+      return value ? value.str() : std::string();
+    };
+    manifest.training = runtime::ManifestTraining{
+        text("name"),     number("beta1"),          number("beta2"),
+        integer("vocab"), double(integer("flops")), text("tokens")};
   }
   if (mesh) {
-    manifest += "mesh " + std::to_string(mesh->sizes.size());
-    for (auto [name, size] : llvm::zip(mesh->names, mesh->sizes))
-      manifest += " " + escape(name) + " " + std::to_string(size);
-    manifest += "\ngroups " + std::to_string(mesh->groupMasks.size());
-    for (int64_t mask : mesh->groupMasks)
-      manifest += " " + std::to_string(mask);
-    manifest += "\n";
+    manifest.mesh.names = mesh->names;
+    manifest.mesh.sizes = mesh->sizes;
+    manifest.groups = mesh->groupMasks;
   }
   for (const EntryBuffer &b : buffers) {
-    manifest += "buffer ";
-    manifest += b.role == EntryBuffer::Role::Input   ? "input "
-                : b.role == EntryBuffer::Role::Param ? "param "
-                : b.role == EntryBuffer::Role::State ? "state "
-                                                     : "output ";
-    manifest += escape(b.name) + " " +
-                runtimeTypeName(b.type.getElementType()).value_or("i1").str() +
-                " " + std::to_string(b.type.getRank());
-    for (int64_t d : b.globalShape)
-      manifest += " " + std::to_string(d);
-    manifest += " " + (b.spec.empty() ? std::string("*") : b.spec);
-    if (b.role == EntryBuffer::Role::Param)
-      manifest += " " + std::to_string(b.weightsOffset) + " " +
-                  std::to_string(b.shardStride);
-    manifest += "\n";
+    runtime::ManifestBuffer entry;
+    entry.role = b.role == EntryBuffer::Role::Input   ? WEFT_INPUT
+                 : b.role == EntryBuffer::Role::Param ? WEFT_PARAM
+                 : b.role == EntryBuffer::Role::State ? WEFT_STATE
+                                                      : WEFT_OUTPUT;
+    entry.name = b.name;
+    // describeEntry takes only the element types the runtime has.
+    entry.dtype = *runtimeDtype(b.type.getElementType());
+    entry.shape = b.globalShape;
+    entry.sharding = b.spec;
+    entry.weightsOffset = b.weightsOffset;
+    entry.shardStride = b.shardStride;
+    manifest.buffers.push_back(std::move(entry));
   }
-  return manifest;
-}
-
-uint64_t manifestHash(const std::string &manifest) {
-  uint64_t h = 1469598103934665603ull;
-  for (char c : manifest)
-    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return h;
+  return manifest.toJson();
 }
 
 static std::unique_ptr<llvm::TargetMachine>

@@ -55,18 +55,19 @@ func.func @collectives(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x8xf32>
 
 // -----
 
-// all_to_all passes its split and concat dims; a pipeline message passes
-// the peer and the tag weft-pipeline-cut gave it.
+// all_to_all passes its split and concat dims; a pipeline message calls
+// weft_send/weft_recv with (in, out, axes mask, peer, tag), the tag
+// weft-pipeline-cut gave it.
+// CALLS: func.func private @weft_recv_f32(memref<*xf32>, memref<*xf32>, i64, i64, i64)
+// CALLS: func.func private @weft_send_f32(memref<*xf32>, memref<*xf32>, i64, i64, i64)
 // CALLS-LABEL: func.func @exchanges
 // CALLS-DAG: %[[K0:.*]] = arith.constant 0 : i64
 // CALLS-DAG: %[[K1:.*]] = arith.constant 1 : i64
 // CALLS-DAG: %[[K3:.*]] = arith.constant 3 : i64
-// CALLS-DAG: %[[K4:.*]] = arith.constant 4 : i64
-// CALLS-DAG: %[[K5:.*]] = arith.constant 5 : i64
 // CALLS-DAG: %[[TAG:.*]] = arith.constant 7 : i64
 // CALLS: call @weft_collective_f32({{.*}}, %[[K3]], %[[K1]], %[[K1]], %[[K0]])
-// CALLS: call @weft_collective_f32({{.*}}, %[[K4]], %[[K1]], %[[K1]], %[[TAG]])
-// CALLS: call @weft_collective_f32({{.*}}, %[[K5]], %[[K1]], %[[K0]], %[[TAG]])
+// CALLS: call @weft_send_f32({{.*}}, %[[K1]], %[[K1]], %[[TAG]])
+// CALLS: call @weft_recv_f32({{.*}}, %[[K1]], %[[K0]], %[[TAG]])
 shard.grid @mesh(shape = 2x4)
 func.func @exchanges(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>) {
   %a = shard.all_to_all %x on @mesh grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<4x8xf32> -> tensor<8x4xf32>

@@ -79,14 +79,11 @@ describeEntry(mlir::func::FuncOp func, const EntryMesh *mesh,
 /// its collectives), or std::nullopt.
 std::optional<EntryMesh> describeMesh(mlir::ModuleOp module);
 
-/// The manifest text the runtime parses (see runtime/lib/Model.cpp). A
+/// The manifest the runtime reads (weft/runtime/Contract.h), as JSON. A
 /// training step also records its optimizer (`weft.optimizer` on `func`).
 std::string buildManifest(mlir::func::FuncOp func,
                           const std::vector<EntryBuffer> &buffers,
                           const EntryMesh *mesh);
-
-/// FNV-1a hash of the manifest; the weights file header carries it.
-uint64_t manifestHash(const std::string &manifest);
 
 /// Translates the lowered module to LLVM IR, adds `weft_entry` (unpacking an
 /// array of buffer pointers into the memref arguments of `entryName`) and
@@ -112,6 +109,13 @@ std::unique_ptr<llvm::Module> pipelineTable(llvm::LLVMContext &context,
 /// Writes a native object file for the host CPU.
 bool emitObjectFile(llvm::Module &module, llvm::StringRef path,
                     unsigned optLevel, std::string &error);
+
+/// Links a model's objects into the executable `output` with the runtime
+/// libraries in `runtimeDirectory` (libweft_runtime*.a); a partitioned
+/// model also links the MPI world.
+bool linkExecutable(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
+                    llvm::StringRef runtimeDirectory, bool partitioned,
+                    std::string &error);
 
 } // namespace weft
 

@@ -162,21 +162,27 @@ LogicalResult WeftDialect::verifyRegionResultAttribute(Operation *op,
   return success();
 }
 
-std::optional<llvm::StringRef> weft::runtimeTypeName(Type element) {
+std::optional<weft_dtype> weft::runtimeDtype(Type element) {
   if (element.isF32())
-    return llvm::StringRef("f32");
+    return WEFT_F32;
   if (element.isF64())
-    return llvm::StringRef("f64");
+    return WEFT_F64;
   if (element.isF16())
-    return llvm::StringRef("f16");
+    return WEFT_F16;
   if (element.isBF16())
-    return llvm::StringRef("bf16");
+    return WEFT_BF16;
   if (element.isInteger(64))
-    return llvm::StringRef("i64");
+    return WEFT_I64;
   if (element.isInteger(32))
-    return llvm::StringRef("i32");
+    return WEFT_I32;
   if (element.isInteger(1))
-    return llvm::StringRef("i1");
+    return WEFT_BOOL;
+  return std::nullopt;
+}
+
+std::optional<llvm::StringRef> weft::runtimeTypeName(Type element) {
+  if (std::optional<weft_dtype> dtype = runtimeDtype(element))
+    return llvm::StringRef(weft_dtype_name(*dtype));
   return std::nullopt;
 }
 

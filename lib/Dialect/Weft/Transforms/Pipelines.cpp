@@ -23,10 +23,31 @@ void weft::buildFuseIdiomsPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
+void weft::buildSPMDPipeline(OpPassManager &pm,
+                             const SPMDPipelineOptions &options) {
+  WeftShardPresetsOptions presets;
+  presets.mesh = options.mesh;
+  presets.parallel.assign(options.parallel.begin(), options.parallel.end());
+  presets.sequenceParallel = options.sequenceParallel;
+  presets.zero = options.zero;
+  pm.addPass(createWeftShardPresets(presets));
+  pm.addPass(createWeftPropagateSharding({options.padUneven}));
+  pm.addPass(createWeftPartition());
+  if (options.bucketMb > 0) {
+    pm.addPass(createWeftBucketCollectives({options.bucketMb}));
+    pm.addPass(createCanonicalizerPass());
+  }
+}
+
 void weft::registerWeftPipelines() {
   PassPipelineRegistration<>(
       "weft-fuse-idioms",
       "Canonicalize, replace exporter idioms (layer norm, RMS norm, GELU, "
       "attention) by fused weft ops and keep merged head dims apart",
       buildFuseIdiomsPipeline);
+  PassPipelineRegistration<SPMDPipelineOptions>(
+      "weft-spmd",
+      "Partition for a device mesh: preset shardings, propagation, "
+      "partitioning into explicit collectives, bucketing",
+      buildSPMDPipeline);
 }

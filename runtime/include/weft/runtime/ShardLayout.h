@@ -72,7 +72,7 @@ private:
             int64_t shard, const MeshShape &mesh, bool toLocal) const;
 };
 
-/// The sharding of a model buffer, as its manifest entry says ("*" is a
+/// The sharding of a model buffer, as its manifest entry says ("" is a
 /// scalar's).
 ShardSpec bufferSpec(const weft_buffer_info *info);
 

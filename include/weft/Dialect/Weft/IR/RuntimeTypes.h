@@ -3,6 +3,8 @@
 #ifndef WEFT_DIALECT_WEFT_IR_RUNTIMETYPES_H
 #define WEFT_DIALECT_WEFT_IR_RUNTIMETYPES_H
 
+#include "weft/runtime/CApi.h"
+
 #include "mlir/IR/Types.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -10,10 +12,12 @@
 
 namespace weft {
 
-/// The runtime's name of an element type ("f32", "bf16", "i64", "i1"...),
-/// as its manifest and collective entry points spell it; the runtime's
-/// weft_dtype_name (runtime/include/weft/runtime/CApi.h) lists the same names.
-/// std::nullopt for a type the runtime has no buffers of.
+/// The runtime's dtype of an element type, or std::nullopt for a type the
+/// runtime has no buffers of.
+std::optional<weft_dtype> runtimeDtype(mlir::Type element);
+
+/// Its name ("f32", "bf16", "i64", "i1"...: weft_dtype_name), as the
+/// manifest and the collective entry points spell it.
 std::optional<llvm::StringRef> runtimeTypeName(mlir::Type element);
 
 } // namespace weft

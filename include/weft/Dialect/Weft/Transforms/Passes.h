@@ -20,7 +20,36 @@ namespace weft {
 /// Adds canonicalization and every exporter-idiom fusion to `pm`.
 void buildFuseIdiomsPipeline(mlir::OpPassManager &pm);
 
-/// Registers the named pipelines (`weft-fuse-idioms`).
+/// Partitioning for a device mesh: the presets' shardings, propagated,
+/// the program partitioned, its collectives bucketed.
+struct SPMDPipelineOptions
+    : public mlir::PassPipelineOptions<SPMDPipelineOptions> {
+  Option<std::string> mesh{*this, "mesh",
+                           llvm::cl::desc("Mesh axes, e.g. 'dp=2,tp=2'")};
+  ListOption<std::string> parallel{*this, "parallel",
+                                   llvm::cl::desc("Strategies: dp, megatron")};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Split norm regions on the sequence dim over tp"),
+      llvm::cl::init(false)};
+  Option<int64_t> zero{*this, "zero", llvm::cl::desc("ZeRO stage over dp"),
+                       llvm::cl::init(0)};
+  Option<bool> padUneven{
+      *this, "pad-uneven",
+      llvm::cl::desc("Pad a dim that does not divide by its mesh axis"),
+      llvm::cl::init(false)};
+  Option<double> bucketMb{
+      *this, "bucket-mb",
+      llvm::cl::desc("Bucket collectives up to this many MiB (0: not here; "
+                     "a pipeline buckets each rank's program after the cut)"),
+      llvm::cl::init(25.0)};
+};
+
+/// Adds partitioning for `options.mesh` to `pm`.
+void buildSPMDPipeline(mlir::OpPassManager &pm,
+                       const SPMDPipelineOptions &options);
+
+/// Registers the named pipelines (`weft-fuse-idioms`, `weft-spmd`).
 void registerWeftPipelines();
 
 } // namespace weft

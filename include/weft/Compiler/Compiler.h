@@ -1,0 +1,165 @@
+//===- Compiler.h - Weft as a library -------------------------*- C++ -*-===//
+//-*-===//
+//
+// The one entry point of the compiler. `weftc` and `weft-plan` are command
+// lines over it, and the Python package calls it the same way: options in
+// a plain struct, what the compiler says through a callback, and the result
+// (files written, the plan chosen, a structured report) as a value.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_COMPILER_COMPILER_H
+#define WEFT_COMPILER_COMPILER_H
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft {
+
+/// Receives every message of a compilation, one line each: errors (the
+/// first says why it failed), warnings, and remarks saying what the
+/// compiler chose on the user's behalf.
+using DiagnosticCallback =
+    std::function<void(mlir::DiagnosticSeverity, const std::string &)>;
+
+enum class ProgramKind {
+  Forward,   // the model
+  Train,     // loss, gradients and the optimizer update
+  Gradients, // the cross-entropy loss and its parameter gradients
+};
+
+enum class EmitKind {
+  Passes,     // the textual pass pipelines, nothing compiled
+  Schedule,   // the pipeline schedule and its stages (needs a pp axis)
+  MLIR,       // weft IR after the weft passes and partitioning
+  LLVM,       // LLVM IR
+  Object,     // an object file and its weights file
+  Executable, // an executable and its weights file (one per pp rank)
+};
+
+struct CompileOptions {
+  /// The model: .onnx, .onnxtxt (text protobuf) or .mlir.
+  std::string model;
+  /// Bindings of symbolic dimensions: "batch=8".
+  std::vector<std::string> dims;
+  ProgramKind program = ProgramKind::Forward;
+
+  // A training step (ProgramKind::Train or Gradients).
+  std::string optimizer = "adamw";
+  /// The input holding the token ids (default: the only integer input).
+  std::string tokenInput;
+  double weightDecay = 0.1;
+  double clipNorm = 1.0; // 0: off
+  std::string precision = "f32";
+  std::string recompute = "none";
+  int64_t gradAccum = 1;
+  unsigned zero = 0;
+
+  // Partitioning.
+  std::string mesh; // "dp=2,tp=2"; empty: one rank
+  std::vector<std::string> parallel;
+  bool sequenceParallel = false;
+  bool padUneven = false;
+  double bucketMb = 25.0;
+
+  // Pipeline parallelism (a pp axis in the mesh).
+  int64_t microbatches = 1;
+  std::string schedule = "1f1b";
+  int64_t virtualStages = 1;
+  std::vector<int64_t> stageBoundaries;
+
+  /// "auto" or pinned choices ("dp=2,pp=2"): the planner chooses the mesh,
+  /// strategies, ZeRO stage, micro-batches and recomputation for `cluster`.
+  std::string plan;
+  std::string cluster = "cpu-local";
+  int64_t nodes = 1;
+
+  /// The backend: "cpu".
+  std::string target = "cpu";
+  unsigned optLevel = 2;
+  EmitKind emit = EmitKind::Executable;
+  /// Where the output goes ("-": stdout for MLIR and LLVM IR). A pipeline
+  /// executable writes `<output>.pp<r>.weights` beside it.
+  std::string output;
+  /// Where the target's runtime libraries are (an executable links them).
+  std::string runtimeDirectory;
+};
+
+/// The plan the planner chose for CompileOptions::plan, as the options it
+/// set (they are also in CompileResult::options).
+struct ChosenPlan {
+  std::string cluster;
+  int64_t ranks = 0;
+  std::string plan; // "dp=2,tp=1,pp=2,..."
+  double predictedStepSeconds = 0;
+  double predictedBytesPerRank = 0;
+};
+
+/// One collective of a partitioned program.
+struct CollectiveReport {
+  std::string kind; // all_reduce, all_gather, ...
+  std::string axes; // mesh axis names, comma-separated
+  std::string inputType, resultType;
+  int64_t bytesIn = 0;
+  /// Bytes a rank sends for it with ring algorithms.
+  int64_t bytesMovedPerRank = 0;
+  std::string location; // the ONNX node, when known
+};
+
+/// What one program (a pp rank's, or the only one) holds, per rank: every
+/// rank of a program runs on same-shaped shards.
+struct ProgramReport {
+  int64_t pipelineRank = -1; // -1: not a pipeline
+  std::vector<std::string> meshNames;
+  std::vector<int64_t> meshSizes;
+  uint64_t parameterBytes = 0, wholeModelParameterBytes = 0;
+  uint64_t splitParameterBytes = 0, splitWholeParameterBytes = 0;
+  struct Tensor {
+    std::string name;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Tensor> replicatedParameters;
+  uint64_t optimizerStateBytes = 0;
+  uint64_t weightsFileBytes = 0; // without its header
+  uint64_t inputBytes = 0, outputBytes = 0;
+  /// The static memory plan of temporaries, when the lowering made one.
+  std::optional<uint64_t> temporaryPeakBytes;
+  int64_t temporaryBuffers = 0;
+  uint64_t temporaryUnplannedBytes = 0;
+  /// Pipelines: micro-batches in flight at most on this rank.
+  int64_t microbatchesInFlight = 0;
+  std::vector<CollectiveReport> collectives;
+};
+
+struct CompileResult {
+  /// The options compiled: the input's, with the plan's choices applied.
+  CompileOptions options;
+  std::optional<ChosenPlan> plan;
+  /// EmitKind::Passes and EmitKind::Schedule: the text asked for.
+  std::string text;
+  /// The files written, executable first.
+  std::vector<std::string> files;
+  std::vector<ProgramReport> programs;
+};
+
+/// Compiles `options`. On failure it has reported one error through
+/// `diagnostics` and written no file.
+std::optional<CompileResult> compile(const CompileOptions &options,
+                                     const DiagnosticCallback &diagnostics);
+
+/// `weftc --report`: the programs' memory and collectives as text.
+void printReport(const CompileResult &result, llvm::raw_ostream &os);
+
+/// The output name `weftc` uses when none is given: the model's stem, with
+/// the extension of `emit`.
+std::string defaultOutputFile(const std::string &model, EmitKind emit);
+
+} // namespace weft
+
+#endif // WEFT_COMPILER_COMPILER_H

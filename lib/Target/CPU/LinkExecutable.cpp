@@ -1,0 +1,57 @@
+//===- LinkExecutable.cpp - Link a model's objects with the CPU runtime ---===//
+
+#include "weft/Target/CPU/CPUTarget.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+bool weft::linkExecutable(llvm::ArrayRef<std::string> objects,
+                          llvm::StringRef output,
+                          llvm::StringRef runtimeDirectory, bool partitioned,
+                          std::string &error) {
+  auto linker = llvm::sys::findProgramByName("c++");
+  if (!linker) {
+    error = "no C++ compiler driver 'c++' on PATH to link with";
+    return false;
+  }
+  auto library = [&](llvm::StringRef name) {
+    llvm::SmallString<256> path(runtimeDirectory);
+    llvm::sys::path::append(path, name);
+    return path.str().str();
+  };
+  std::string runtimeMain = library("libweft_runtime_main.a");
+  std::string runtime = library("libweft_runtime.a");
+  std::string runtimeMpi = library("libweft_runtime_mpi.a");
+  std::string contract = library("libweft_contract.a");
+  for (const std::string &lib : {runtimeMain, runtime, runtimeMpi, contract})
+    if (!llvm::sys::fs::exists(lib)) {
+      error = "runtime library '" + lib + "' is missing";
+      return false;
+    }
+  std::vector<llvm::StringRef> args{*linker};
+  args.insert(args.end(), objects.begin(), objects.end());
+  // A partitioned model runs its ranks over MPI: the MPI world replaces
+  // the runtime's weak one-rank definitions, so it is linked whole.
+  llvm::SmallVector<llvm::StringRef> mpiLibraries;
+  if (partitioned) {
+    args.insert(args.end(),
+                {"-Wl,--whole-archive", runtimeMpi, "-Wl,--no-whole-archive"});
+    llvm::StringRef(WEFT_MPI_LIBRARIES).split(mpiLibraries, ';', -1, false);
+  }
+  args.insert(args.end(), {runtimeMain, runtime, contract});
+  args.insert(args.end(), mpiLibraries.begin(), mpiLibraries.end());
+  // libomp comes from Debian's LLVM 22 (libomp-22-dev).
+  args.insert(args.end(),
+              {"-lopenblas", "-L" WEFT_LIBOMP_DIR,
+               "-Wl,-rpath," WEFT_LIBOMP_DIR, "-lomp", "-lm", "-o", output});
+  std::string linkError;
+  if (llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
+                                &linkError) != 0) {
+    error = "linking failed" +
+            (linkError.empty() ? std::string() : ": " + linkError);
+    return false;
+  }
+  return true;
+}

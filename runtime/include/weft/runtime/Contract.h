@@ -1,0 +1,128 @@
+//===- Contract.h - What the compiler and the runtime agree on --*- C++ -*-===//
+//
+// One definition of every fact both sides of a Weft executable rely on: the
+// element type names, the runtime functions compiled code calls, the
+// manifest (versioned JSON: one writer, one reader) and the weights file
+// header with its hash. The compiler writes them, the runtime reads them,
+// and Python reads the manifest an executable prints (--print-manifest)
+// with the same schema. This library needs the C++ library only.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_CONTRACT_H
+#define WEFT_RUNTIME_CONTRACT_H
+
+#include "weft/runtime/CApi.h"
+#include "weft/runtime/ShardLayout.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+/// The weft_dtype named `name` ("f32", "bf16", "i1", ...; weft_dtype_name).
+std::optional<weft_dtype> parseDtype(const std::string &name);
+
+//===----------------------------------------------------------------------===//
+// The functions compiled code calls
+//===----------------------------------------------------------------------===//
+
+/// `weft_collective_<dtype>(in, out, kind, axes_mask, dim, concat_dim)`:
+/// a collective over the group of mesh axes in `axes_mask` (bit a: axis a).
+constexpr const char *kCollectiveFunctionPrefix = "weft_collective_";
+enum class CollectiveKind : int64_t {
+  AllReduce = 0,     // sums; dim and concat_dim unused
+  AllGather = 1,     // dim: the tensor dim gathered along
+  ReduceScatter = 2, // dim: the tensor dim scattered along
+  AllToAll = 3,      // dim: split along, concat_dim: concatenated along
+};
+/// `weft_send_<dtype>(in, out, axes_mask, peer, tag)` sends `in` to `peer`
+/// (its position along the group's axes) and copies it to `out`;
+/// `weft_recv_<dtype>(in, out, axes_mask, peer, tag)` receives into `out`.
+/// Tags keep a pipeline's messages between two ranks apart.
+constexpr const char *kSendFunctionPrefix = "weft_send_";
+constexpr const char *kRecvFunctionPrefix = "weft_recv_";
+/// `weft_mesh_coordinate(axis) -> i64`: this rank's coordinate on `axis`.
+constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
+
+//===----------------------------------------------------------------------===//
+// The manifest
+//===----------------------------------------------------------------------===//
+
+/// Bumped whenever the schema changes: a runtime reads its own version only.
+constexpr int64_t kManifestVersion = 3;
+
+/// One buffer of the entry function (arguments in order, then results).
+struct ManifestBuffer {
+  weft_role role = WEFT_INPUT;
+  std::string name;
+  weft_dtype dtype = WEFT_F32;
+  /// The whole tensor, and how it is split over the mesh (a ShardSpec's
+  /// text; "" for a scalar).
+  std::vector<int64_t> shape;
+  std::string sharding;
+  /// Params: where shard 0 starts in the weights file, and the distance
+  /// between consecutive shards.
+  uint64_t weightsOffset = 0;
+  uint64_t shardStride = 0;
+};
+
+/// What a training step's runner needs to know about it.
+struct ManifestTraining {
+  std::string optimizer; // adamw, sgd
+  double beta1 = 0, beta2 = 0;
+  /// The vocabulary the labels index.
+  int64_t vocab = 0;
+  /// The step's contraction FLOPs over all ranks (what MFU is measured
+  /// against).
+  double stepFlops = 0;
+  /// The input holding the token ids.
+  std::string tokenInput;
+};
+
+struct Manifest {
+  /// The device mesh of a partitioned model (empty: one rank) and the
+  /// groups of mesh axes its collectives run over (bit a: axis a).
+  MeshShape mesh;
+  std::vector<int64_t> groups;
+  std::optional<ManifestTraining> training;
+  std::vector<ManifestBuffer> buffers;
+
+  /// The JSON text: {"format": "weft-manifest", "version": 3, "mesh": ...,
+  /// "groups": ..., "training": ..., "buffers": [...]} (docs/runtime.md).
+  std::string toJson() const;
+  /// Reads `json`. On failure `error` ends a one-line sentence whose
+  /// subject is the manifest ("is version 2 and this runtime reads version
+  /// 3: ...", "is malformed: no 'buffers'").
+  static std::optional<Manifest> parse(const std::string &json,
+                                       std::string &error);
+};
+
+//===----------------------------------------------------------------------===//
+// The weights file
+//===----------------------------------------------------------------------===//
+
+/// A weights file is a 64-byte header, then every param shard at its
+/// offset, each 64-byte aligned.
+constexpr uint64_t kWeightsHeaderBytes = 64;
+constexpr uint64_t kWeightsAlignment = 64;
+
+struct WeightsHeader {
+  /// manifestHash of the executable's manifest: a weights file belongs to
+  /// one executable.
+  uint64_t manifestHash = 0;
+  uint64_t fileBytes = 0;
+
+  void write(char (&header)[kWeightsHeaderBytes]) const;
+  /// False when `data` does not start with a Weft weights header.
+  static bool read(const void *data, uint64_t size, WeightsHeader &header);
+};
+
+/// FNV-1a of the manifest text.
+uint64_t manifestHash(const std::string &manifest);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_CONTRACT_H
