@@ -35,7 +35,8 @@ check-unit: build
 	$(BUILD)/bin/WeftUnitTests
 
 # The generated docs are built first: a lit test checks docs/generated/.
-DOC_TARGETS = WeftOpsDocGen WeftPassesDocGen WeftConversionPassesDocGen WeftCPUPassesDocGen
+DOC_TARGETS = WeftOpsDocGen WeftPassesDocGen WeftConversionPassesDocGen \
+  WeftLoweringPassesDocGen WeftCPUPassesDocGen
 
 check-lit: build
 	ninja -C $(BUILD) $(DOC_TARGETS)
@@ -94,7 +95,8 @@ docs: build
 	ninja -C $(BUILD) $(DOC_TARGETS)
 	mkdir -p docs/generated
 	cp $(BUILD)/docs/Dialects/WeftOps.md $(BUILD)/docs/WeftPasses.md \
-	  $(BUILD)/docs/WeftConversionPasses.md $(BUILD)/docs/WeftCPUPasses.md docs/generated/
+	  $(BUILD)/docs/WeftConversionPasses.md $(BUILD)/docs/WeftLoweringPasses.md \
+	  $(BUILD)/docs/WeftCPUPasses.md docs/generated/
 
 clean:
 	rm -rf $(BUILD)

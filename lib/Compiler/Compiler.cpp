@@ -18,10 +18,12 @@
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
+#include "weft/InitAllTargets.h"
 #include "weft/Planner/Planner.h"
 #include "weft/Planner/Report.h"
-#include "weft/Target/CPU/CPUTarget.h"
+#include "weft/Target/Executable/Executable.h"
 #include "weft/Target/ONNX/ImportONNX.h"
+#include "weft/Target/Target.h"
 #include "weft/runtime/Contract.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -31,6 +33,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -247,6 +250,7 @@ private:
 
   const weft::DiagnosticCallback &diagnostics;
   weft::CompileResult result;
+  const weft::Target *target = nullptr;
   std::optional<int64_t> pipelineStages;
   std::optional<weft::pipeline::Schedule> schedule;
   std::string scheduleText;
@@ -260,8 +264,10 @@ LogicalResult Compilation::checkOptions() {
   CompileOptions &o = options();
   if (o.model.empty())
     return fail("no model given");
-  if (o.target != "cpu")
-    return fail("--target must be cpu, not '" + o.target + "'");
+  target = weft::lookupTarget(o.target);
+  if (!target)
+    return fail("--target must be one of " + weft::targetNames() + ", not '" +
+                o.target + "'");
   if (o.optLevel > 3)
     return fail("-O takes 0 to 3");
   if (!o.plan.empty()) {
@@ -427,9 +433,9 @@ void Compilation::buildPassManagers() {
   // compileProgram): the recomputation is told which function returns the
   // loss.
   lowering = std::make_unique<PassManager>(context.get());
-  weft::buildLowerToLLVMPipeline(
+  target->buildLowering(
       *lowering,
-      weft::CPUPipelineOptions{o.optLevel, o.recompute, "weft_model_main"});
+      weft::LoweringOptions{o.optLevel, o.recompute, "weft_model_main"});
 }
 
 std::string Compilation::describePassManagers() {
@@ -612,8 +618,7 @@ LogicalResult Compilation::link(const std::vector<std::string> &objects,
     return fail("no runtime directory to link the executable with");
   outputs.paths.push_back(o.output);
   std::string error;
-  if (!weft::linkExecutable(objects, o.output, o.runtimeDirectory, partitioned,
-                            error))
+  if (!target->link(objects, o.output, o.runtimeDirectory, partitioned, error))
     return fail(error);
   return success();
 }
@@ -813,8 +818,11 @@ void weft::printReport(const CompileResult &result, llvm::raw_ostream &os) {
         os << "  " << c.kind << " over " << c.axes << ": " << c.inputType
            << " -> " << c.resultType << ", " << c.bytesIn << " bytes in, "
            << c.bytesMovedPerRank << " bytes moved per rank";
-        if (!c.location.empty())
-          os << " (" << c.location << ")";
+        if (!c.location.empty()) {
+          os << " (\"";
+          llvm::printEscapedString(c.location, os);
+          os << "\")";
+        }
         os << "\n";
       }
     }

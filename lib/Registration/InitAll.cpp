@@ -2,10 +2,12 @@
 
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
+#include "weft/InitAllTargets.h"
 
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
+#include "weft/Lowering/Passes.h"
 #include "weft/Target/CPU/CPUTarget.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -33,6 +35,23 @@ void weft::registerAllPasses() {
     weft::registerWeftPasses();
     weft::registerWeftPipelines();
     weft::registerWeftConversionPasses();
+    weft::registerWeftLoweringPasses();
     weft::registerCPUPipelines();
   });
+}
+
+static const weft::Target *const allTargets[] = {&weft::cpuTarget()};
+
+const weft::Target *weft::lookupTarget(llvm::StringRef name) {
+  for (const Target *target : allTargets)
+    if (target->name() == name)
+      return target;
+  return nullptr;
+}
+
+std::string weft::targetNames() {
+  std::string names;
+  for (const Target *target : allTargets)
+    names += (names.empty() ? "" : ", ") + target->name().str();
+  return names;
 }

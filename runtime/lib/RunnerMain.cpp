@@ -34,7 +34,8 @@
 
 extern "C" {
 // A model is one program, or with pipeline parallelism one per rank of its
-// pp axis (weftc emits a table of them): whichever the executable has.
+// pp axis (weftc emits a table of them): whichever the executable has. The
+// names are Contract.h's kEntrySymbol, kManifestSymbol and kPipeline*.
 __attribute__((weak)) void weft_entry(void **buffers);
 __attribute__((weak)) extern const char weft_manifest[];
 __attribute__((weak)) extern const int64_t weft_pipeline_programs;

@@ -152,6 +152,12 @@ TEST_F(CompilerTest, ErrorsComeOnceThroughTheCallbackAndLeaveNoFiles) {
   EXPECT_FALSE(llvm::sys::fs::exists(path("bad")));
 
   options.mesh = "tp=2";
+  options.target = "tpu";
+  EXPECT_FALSE(compileRecording(options));
+  EXPECT_EQ(errors,
+            std::vector<std::string>{"--target must be one of cpu, not 'tpu'"});
+
+  options.target = "cpu";
   options.plan = "auto";
   EXPECT_FALSE(compileRecording(options));
   EXPECT_EQ(errors,

@@ -11,7 +11,7 @@
 using namespace mlir;
 
 void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
-                                    const CPUPipelineOptions &options) {
+                                    const LoweringOptions &options) {
   // A partitioned program's shard ops become runtime calls: coordinates and
   // slices here, collectives in bufferization; the second run drops the mesh.
   std::string pipeline = "convert-weft-to-linalg,convert-shard-to-weft-runtime,"
@@ -64,6 +64,28 @@ void weft::registerCPUPipelines() {
       "weft-lower-to-llvm",
       "Lower weft IR to the LLVM dialect for the CPU (after the weft passes)",
       [](OpPassManager &pm) {
-        buildLowerToLLVMPipeline(pm, CPUPipelineOptions{});
+        buildLowerToLLVMPipeline(pm, LoweringOptions{});
       });
+}
+
+namespace {
+class CPUTarget final : public weft::Target {
+public:
+  llvm::StringRef name() const override { return "cpu"; }
+  void buildLowering(OpPassManager &pm,
+                     const weft::LoweringOptions &options) const override {
+    weft::buildLowerToLLVMPipeline(pm, options);
+  }
+  bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
+            llvm::StringRef runtimeDirectory, bool partitioned,
+            std::string &error) const override {
+    return weft::linkExecutable(objects, output, runtimeDirectory, partitioned,
+                                error);
+  }
+};
+} // namespace
+
+const weft::Target &weft::cpuTarget() {
+  static const CPUTarget target;
+  return target;
 }

@@ -53,42 +53,6 @@ def WeftStridedCopiesToLoops : Pass<"weft-strided-copies-to-loops"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
-def WeftRecompute : Pass<"weft-recompute", "::mlir::ModuleOp"> {
-  let summary = "Recompute forward activations in the backward pass";
-  let description = [{
-    In a function that returns its loss first (a training step, a gradient
-    program), the forward pass is what the loss depends on; every other op
-    reading a forward value belongs to the backward pass (or the update).
-    This pass gives such readers a recomputed copy instead, cloned right
-    before the first of them, so that the forward value dies as soon as
-    the forward pass is done with it and the copy lives only while the
-    backward pass needs it. It runs on tensors after the last common
-    subexpression elimination, which would merge the copies back.
-
-    - `selective`: elementwise ops (all-parallel linalg ops) and reshapes
-      and slices are recomputed from the values they read; contractions,
-      reductions and normalization rows are kept.
-    - `full`: everything a layer computes is recomputed from the layer's
-      inputs (the values it reads from other layers), as in Megatron-LM's
-      full recomputation. A layer is what an op's location names up to its
-      first number: "/h.3/attn/MatMul" belongs to "/h.3". Ops outside
-      layers (embeddings, the head, the loss) are kept.
-    - `none`: nothing changes.
-
-    The copies run the same ops on the same inputs. The compiled code
-    around them changes (buffer placement, in-place decisions), which moves
-    results by float rounding only (about 1e-7 relative in the bundled
-    model's losses).
-  }];
-  let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"none\"",
-           "none, selective or full">,
-    Option<"lossFunction", "loss-function", "std::string", /*default=*/"\"\"",
-           "A function whose first result is the loss, besides those whose "
-           "weft.outputs start with \"loss\"">
-  ];
-}
-
 def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
   let summary = "Replace f32 GEMM-shaped linalg.generic on memrefs by BLAS calls";
   let description = [{
@@ -114,24 +78,6 @@ def WeftApproximateMath : Pass<"weft-approximate-math"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::vector::VectorDialect"
-  ];
-}
-
-def WeftPlanBuffers : Pass<"weft-plan-buffers", "::mlir::ModuleOp"> {
-  let summary = "Place temporary buffers in one arena by liveness";
-  let description = [{
-    Every statically shaped `memref.alloc` in a function's entry block gets
-    an offset in a single arena, allocated once per call: buffers whose live
-    ranges (from the allocation to the last use of it or of a view of it)
-    do not overlap share memory. Offsets are chosen greedily, largest
-    buffer first, at the lowest 64-byte aligned offset free for its whole
-    live range. The deallocations of planned buffers are dropped; the arena
-    is freed before each return. The module attribute `weft.memory_plan`
-    records the arena size (the peak of temporary memory), the sum of the
-    planned buffers, and their number.
-  }];
-  let dependentDialects = [
-    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"
   ];
 }
 

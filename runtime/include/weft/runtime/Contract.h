@@ -48,6 +48,21 @@ constexpr const char *kRecvFunctionPrefix = "weft_recv_";
 constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
 
 //===----------------------------------------------------------------------===//
+// The symbols a program object defines (RunnerMain.cpp declares them)
+//===----------------------------------------------------------------------===//
+
+/// `void weft_entry(void **buffers)`: the buffers in manifest order.
+constexpr const char *kEntrySymbol = "weft_entry";
+/// `const char weft_manifest[]`: the manifest's JSON.
+constexpr const char *kManifestSymbol = "weft_manifest";
+/// A pipeline names each pp rank's program by these plus "_pp<r>", and
+/// lists them in `weft_pipeline_entries[]` and `weft_pipeline_manifests[]`,
+/// `weft_pipeline_programs` long.
+constexpr const char *kPipelineEntriesSymbol = "weft_pipeline_entries";
+constexpr const char *kPipelineManifestsSymbol = "weft_pipeline_manifests";
+constexpr const char *kPipelineProgramsSymbol = "weft_pipeline_programs";
+
+//===----------------------------------------------------------------------===//
 // The manifest
 //===----------------------------------------------------------------------===//
 

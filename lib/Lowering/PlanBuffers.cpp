@@ -1,7 +1,7 @@
 //===- PlanBuffers.cpp - One arena for temporaries, shared by liveness ----===//
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
-#include "weft/Target/CPU/Passes.h"
+#include "weft/Lowering/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -10,7 +10,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTPLANBUFFERS
-#include "weft/Target/CPU/Passes.h.inc"
+#include "weft/Lowering/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;

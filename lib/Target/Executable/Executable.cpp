@@ -1,9 +1,9 @@
-//===- EmitObject.cpp - LLVM IR, entry wrapper, manifest and object -------===//
+//===- Executable.cpp - LLVM IR, entry wrapper, manifest and object -------===//
 
+#include "weft/Target/Executable/Executable.h"
 #include "weft/Dialect/Weft/IR/RuntimeTypes.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
-#include "weft/Target/CPU/CPUTarget.h"
 #include "weft/runtime/Contract.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -232,7 +232,7 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(
   llvm::Type *ptr = llvm::PointerType::get(context, 0);
   auto *entry = llvm::Function::Create(
       llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr}, false),
-      llvm::GlobalValue::ExternalLinkage, "weft_entry" + symbolSuffix,
+      llvm::GlobalValue::ExternalLinkage, runtime::kEntrySymbol + symbolSuffix,
       *llvmModule);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", entry));
   std::vector<llvm::Value *> args;
@@ -265,7 +265,7 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(
   auto *text = llvm::ConstantDataArray::getString(context, manifest);
   new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, text,
-                           "weft_manifest" + symbolSuffix);
+                           runtime::kManifestSymbol + symbolSuffix);
   // Only the entry and the manifest are seen from outside, so that the
   // programs of a pipeline's ranks link into one executable.
   for (llvm::Function &function : *llvmModule)
@@ -273,7 +273,7 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(
       function.setLinkage(llvm::GlobalValue::InternalLinkage);
   for (llvm::GlobalVariable &global : llvmModule->globals())
     if (!global.isDeclaration() && !global.getName().starts_with("llvm.") &&
-        global.getName() != ("weft_manifest" + symbolSuffix).str())
+        global.getName() != (runtime::kManifestSymbol + symbolSuffix).str())
       global.setLinkage(llvm::GlobalValue::InternalLinkage);
 
   std::unique_ptr<llvm::TargetMachine> machine =
@@ -316,25 +316,27 @@ std::unique_ptr<llvm::Module> pipelineTable(llvm::LLVMContext &context,
   std::vector<llvm::Constant *> entries, manifests;
   for (int64_t r = 0; r < programs; ++r) {
     std::string suffix = "_pp" + std::to_string(r);
-    entries.push_back(llvm::Function::Create(entryType,
-                                             llvm::GlobalValue::ExternalLinkage,
-                                             "weft_entry" + suffix, *module));
+    entries.push_back(
+        llvm::Function::Create(entryType, llvm::GlobalValue::ExternalLinkage,
+                               runtime::kEntrySymbol + suffix, *module));
     manifests.push_back(new llvm::GlobalVariable(
         *module, llvm::Type::getInt8Ty(context), /*isConstant=*/true,
-        llvm::GlobalValue::ExternalLinkage, nullptr, "weft_manifest" + suffix));
+        llvm::GlobalValue::ExternalLinkage, nullptr,
+        runtime::kManifestSymbol + suffix));
   }
   auto *arrayType = llvm::ArrayType::get(ptr, programs);
-  new llvm::GlobalVariable(
-      *module, arrayType, true, llvm::GlobalValue::ExternalLinkage,
-      llvm::ConstantArray::get(arrayType, entries), "weft_pipeline_entries");
+  new llvm::GlobalVariable(*module, arrayType, true,
+                           llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantArray::get(arrayType, entries),
+                           runtime::kPipelineEntriesSymbol);
   new llvm::GlobalVariable(*module, arrayType, true,
                            llvm::GlobalValue::ExternalLinkage,
                            llvm::ConstantArray::get(arrayType, manifests),
-                           "weft_pipeline_manifests");
+                           runtime::kPipelineManifestsSymbol);
   auto *i64 = llvm::Type::getInt64Ty(context);
   new llvm::GlobalVariable(
       *module, i64, true, llvm::GlobalValue::ExternalLinkage,
-      llvm::ConstantInt::get(i64, programs), "weft_pipeline_programs");
+      llvm::ConstantInt::get(i64, programs), runtime::kPipelineProgramsSymbol);
   std::unique_ptr<llvm::TargetMachine> machine =
       hostTargetMachine(optLevel, error);
   if (!machine)

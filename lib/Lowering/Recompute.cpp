@@ -2,7 +2,7 @@
 
 #include "weft/Dialect/Weft/IR/Layers.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
-#include "weft/Target/CPU/Passes.h"
+#include "weft/Lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -14,7 +14,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTRECOMPUTE
-#include "weft/Target/CPU/Passes.h.inc"
+#include "weft/Lowering/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;

@@ -1,0 +1,50 @@
+//===- Target.h - The seam between the compiler and a backend ---*- C++ -*-===//
+//
+// A target takes a partitioned weft program down to the LLVM dialect of its
+// host code and links the objects into an executable with its runtime. The
+// executable ABI between them (entry, manifest, weights file) is the same
+// for every target: weft/Target/Executable/Executable.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TARGET_TARGET_H
+#define WEFT_TARGET_TARGET_H
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace weft {
+
+struct LoweringOptions {
+  /// 0 skips the tensor-level fusion of elementwise ops.
+  unsigned optLevel = 2;
+  /// Activation recomputation of a training step: none, selective or full
+  /// (see weft-recompute).
+  std::string recompute = "none";
+  /// The function recomputation applies to (its first result is the loss).
+  std::string lossFunction;
+};
+
+class Target {
+public:
+  virtual ~Target() = default;
+  /// What `weftc --target` calls it.
+  virtual llvm::StringRef name() const = 0;
+  /// Adds the lowering of weft IR (after the weft-level passes and
+  /// partitioning) to the LLVM dialect.
+  virtual void buildLowering(mlir::OpPassManager &pm,
+                             const LoweringOptions &options) const = 0;
+  /// Links the program objects into the executable `output` with the
+  /// target's runtime libraries from `runtimeDirectory`; a partitioned
+  /// model also links the runtime's multi-rank world.
+  virtual bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
+                    llvm::StringRef runtimeDirectory, bool partitioned,
+                    std::string &error) const = 0;
+};
+
+} // namespace weft
+
+#endif // WEFT_TARGET_TARGET_H
