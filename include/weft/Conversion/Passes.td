@@ -32,10 +32,13 @@ def ConvertShardToWeftRuntime
     A rank's coordinate (`shard.process_multi_index`) becomes a call of
     `weft_mesh_coordinate(axis)`, and `shard.all_slice` a `tensor.extract_slice`
     at that coordinate. The collectives (`all_reduce`, `all_gather`,
-    `reduce_scatter`, `all_to_all`) are lowered by bufferization: their
-    BufferizableOpInterface models (registered with the dialects) allocate
-    the result and call `weft_collective_<dtype>(in, out, kind, axes_mask,
-    dim, concat_dim)`, which this pass declares. Run once more after
+    `reduce_scatter`, `all_to_all`) and the pipeline messages (`send`,
+    `recv`) are lowered by bufferization: their BufferizableOpInterface
+    models (registered with the dialects) allocate the result and call
+    `weft_collective_<dtype>(in, out, kind, axes_mask, dim, concat_dim)` or
+    `weft_send_<dtype>` / `weft_recv_<dtype>(in, out, axes_mask, peer,
+    tag)`, which this pass declares (the names and kinds are
+    `weft/runtime/Contract.h`'s). Run once more after
     bufferization, the pass erases the `shard.grid` that nothing refers to
     any more. A reduction other than a sum is an error at the op.
   }];
