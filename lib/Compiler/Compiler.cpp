@@ -238,6 +238,7 @@ private:
   LogicalResult checkPipeline();
   void buildPassManagers();
   std::string describePassManagers();
+  LogicalResult splitStages(ModuleOp module, int64_t stages);
   LogicalResult printStages(ModuleOp module);
   LogicalResult cutPipeline(ModuleOp module,
                             std::vector<OwningOpRef<ModuleOp>> &programs);
@@ -451,16 +452,23 @@ std::string Compilation::describePassManagers() {
   return text;
 }
 
+/// Marks every op of `main` with its stage (weft-split-stages), at the
+/// --stage-boundaries if given.
+LogicalResult Compilation::splitStages(ModuleOp module, int64_t stages) {
+  PassManager split(module.getContext());
+  weft::WeftSplitStagesOptions options;
+  options.stages = stages;
+  options.boundaries.assign(result.options.stageBoundaries.begin(),
+                            result.options.stageBoundaries.end());
+  split.addPass(weft::createWeftSplitStages(options));
+  return split.run(module);
+}
+
 /// The schedule, then which layers each stage runs (weft-split-stages on
 /// the program) and the tied parameters.
 LogicalResult Compilation::printStages(ModuleOp module) {
   const CompileOptions &o = options();
-  PassManager split(module.getContext());
-  weft::WeftSplitStagesOptions stages;
-  stages.stages = *pipelineStages;
-  stages.boundaries.assign(o.stageBoundaries.begin(), o.stageBoundaries.end());
-  split.addPass(weft::createWeftSplitStages(stages));
-  if (failed(split.run(module)))
+  if (failed(splitStages(module, *pipelineStages)))
     return failure();
   auto main = module.lookupSymbol<func::FuncOp>("main");
   if (!main)
@@ -504,12 +512,7 @@ LogicalResult
 Compilation::cutPipeline(ModuleOp module,
                          std::vector<OwningOpRef<ModuleOp>> &programs) {
   const CompileOptions &o = options();
-  PassManager split(module.getContext());
-  weft::WeftSplitStagesOptions stages;
-  stages.stages = *pipelineStages * o.virtualStages;
-  stages.boundaries.assign(o.stageBoundaries.begin(), o.stageBoundaries.end());
-  split.addPass(weft::createWeftSplitStages(stages));
-  if (failed(split.run(module)))
+  if (failed(splitStages(module, *pipelineStages * o.virtualStages)))
     return failure();
   for (int64_t rank = 0; rank < *pipelineStages; ++rank) {
     OwningOpRef<ModuleOp> program(module.clone());
