@@ -41,6 +41,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <chrono>
+
 using namespace mlir;
 
 std::string weft::defaultOutputFile(const std::string &model, EmitKind emit) {
@@ -144,6 +146,9 @@ LogicalResult writeWeights(ModuleOp module,
 std::vector<weft::CollectiveReport>
 describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
   std::vector<weft::CollectiveReport> collectives;
+  // The entry calls each function of an outlined step once per micro-batch.
+  llvm::StringMap<int64_t> calls;
+  module.walk([&](func::CallOp call) { ++calls[call.getCallee()]; });
   module.walk([&](Operation *op) {
     auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
     if (!axes || op->getDialect()->getNamespace() != "shard" ||
@@ -171,6 +176,10 @@ describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
     llvm::raw_string_ostream(report.resultType) << result;
     if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
       report.location = name.getName().str();
+    auto function = op->getParentOfType<func::FuncOp>();
+    report.runs = calls.lookup(function.getSymName());
+    if (report.runs == 0)
+      report.runs = 1;
     collectives.push_back(std::move(report));
   });
   return collectives;
@@ -212,6 +221,31 @@ describeProgram(ModuleOp program, const std::vector<weft::EntryBuffer> &buffers,
   return report;
 }
 
+/// Adds the wall time from its construction to its destruction to a
+/// stage's entry.
+class StageTimer {
+public:
+  StageTimer(std::vector<weft::StageTime> &times, llvm::StringRef stage)
+      : times(times), stage(stage.str()),
+        start(std::chrono::steady_clock::now()) {}
+  ~StageTimer() {
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    auto it = llvm::find_if(
+        times, [&](const weft::StageTime &t) { return t.stage == stage; });
+    if (it == times.end())
+      times.push_back({stage, seconds});
+    else
+      it->seconds += seconds;
+  }
+
+private:
+  std::vector<weft::StageTime> &times;
+  std::string stage;
+  std::chrono::steady_clock::time_point start;
+};
+
 /// One compilation: the options checked, the plan chosen, the stages run.
 class Compilation {
 public:
@@ -242,6 +276,13 @@ private:
   LogicalResult printStages(ModuleOp module);
   LogicalResult cutPipeline(ModuleOp module,
                             std::vector<OwningOpRef<ModuleOp>> &programs);
+  LogicalResult outlineMicrobatches(ModuleOp module);
+  /// Whether the step is a micro-batch template that
+  /// weft-outline-microbatches turns into calls.
+  bool outlined() const {
+    return result.options.program == ProgramKind::Train &&
+           (pipelineStages || result.options.gradAccum > 1);
+  }
   LogicalResult compileProgram(ModuleOp program, int64_t pipelineRank,
                                const std::string &objectPath,
                                const std::string &weightsPath);
@@ -427,16 +468,17 @@ void Compilation::buildPassManagers() {
     spmd.sequenceParallel = o.sequenceParallel;
     spmd.zero = o.zero;
     spmd.padUneven = o.padUneven;
-    spmd.bucketMb = pipelineStages ? 0.0 : o.bucketMb;
+    spmd.bucketMb = outlined() ? 0.0 : o.bucketMb;
     weft::buildSPMDPipeline(*spmdPasses, spmd);
   }
   // The entry's weft.outputs are dropped before lowering (see
   // compileProgram): the recomputation is told which function returns the
-  // loss.
+  // loss. An outlined step recomputes between its functions instead.
   lowering = std::make_unique<PassManager>(context.get());
-  target->buildLowering(
-      *lowering,
-      weft::LoweringOptions{o.optLevel, o.recompute, "weft_model_main"});
+  target->buildLowering(*lowering,
+                        weft::LoweringOptions{o.optLevel,
+                                              outlined() ? "none" : o.recompute,
+                                              "weft_model_main"});
 }
 
 std::string Compilation::describePassManagers() {
@@ -512,7 +554,8 @@ LogicalResult
 Compilation::cutPipeline(ModuleOp module,
                          std::vector<OwningOpRef<ModuleOp>> &programs) {
   const CompileOptions &o = options();
-  if (failed(splitStages(module, *pipelineStages * o.virtualStages)))
+  if (failed(splitStages(module, *pipelineStages * o.virtualStages)) ||
+      failed(outlineMicrobatches(module)))
     return failure();
   for (int64_t rank = 0; rank < *pipelineStages; ++rank) {
     OwningOpRef<ModuleOp> program(module.clone());
@@ -523,6 +566,8 @@ Compilation::cutPipeline(ModuleOp module,
     cut.microbatches = o.microbatches;
     cut.virtualStages = o.virtualStages;
     passes.addPass(weft::createWeftPipelineCut(cut));
+    // The other ranks' stage functions.
+    passes.addPass(createSymbolDCEPass());
     passes.addPass(weft::createWeftBucketCollectives({o.bucketMb}));
     passes.addPass(createCanonicalizerPass());
     if (failed(passes.run(*program)))
@@ -530,6 +575,23 @@ Compilation::cutPipeline(ModuleOp module,
     programs.push_back(std::move(program));
   }
   return success();
+}
+
+/// Makes one function of each stage and phase of the step's micro-batch
+/// template and calls it once per micro-batch
+/// (weft-outline-microbatches); without a pipeline, also buckets the
+/// gradient reductions, which now run once, in the update.
+LogicalResult Compilation::outlineMicrobatches(ModuleOp module) {
+  const CompileOptions &o = options();
+  PassManager passes(module.getContext());
+  weft::WeftOutlineMicrobatchesOptions outline;
+  outline.recompute = o.recompute;
+  passes.addPass(weft::createWeftOutlineMicrobatches(outline));
+  if (!pipelineStages) {
+    passes.addPass(weft::createWeftBucketCollectives({o.bucketMb}));
+    passes.addPass(createCanonicalizerPass());
+  }
+  return passes.run(module);
 }
 
 /// Lowers one program to an object file (or LLVM IR) and writes its
@@ -574,8 +636,11 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
     main.setArgAttrs(i, ArrayRef<NamedAttribute>{});
   for (unsigned i = 0; i < main.getNumResults(); ++i)
     main.setResultAttrs(i, ArrayRef<NamedAttribute>{});
-  if (failed(lowering->run(program)))
-    return failure();
+  {
+    StageTimer timer(result.stageTimes, "lowering");
+    if (failed(lowering->run(program)))
+      return failure();
+  }
   if (auto plan = program->getAttrOfType<DictionaryAttr>(
           weft::WeftDialect::kMemoryPlanAttrName)) {
     auto get = [&](StringRef key) {
@@ -590,9 +655,13 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
 
   llvm::LLVMContext llvmContext;
   std::string error;
-  std::unique_ptr<llvm::Module> llvmModule =
-      weft::translateToLLVMIR(program, llvmContext, entryName, buffers,
-                              manifest, o.optLevel, error, symbolSuffix);
+  std::unique_ptr<llvm::Module> llvmModule;
+  {
+    StageTimer timer(result.stageTimes, "translation to LLVM IR");
+    llvmModule =
+        weft::translateToLLVMIR(program, llvmContext, entryName, buffers,
+                                manifest, o.optLevel, error, symbolSuffix);
+  }
   if (!llvmModule)
     return fail(error);
   if (o.emit == EmitKind::LLVM) {
@@ -606,8 +675,12 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
   }
   outputs.paths.push_back(objectPath);
   outputs.paths.push_back(weightsPath);
-  if (!weft::emitObjectFile(*llvmModule, objectPath, o.optLevel, error))
-    return fail(error);
+  {
+    StageTimer timer(result.stageTimes, "code generation");
+    if (!weft::emitObjectFile(*llvmModule, objectPath, o.optLevel, error))
+      return fail(error);
+  }
+  StageTimer timer(result.stageTimes, "weights");
   if (failed(writeWeights(program, buffers, meshOrNull, weightsBytes, manifest,
                           weightsPath, error)))
     return error.empty() ? failure() : fail(error);
@@ -621,6 +694,7 @@ LogicalResult Compilation::link(const std::vector<std::string> &objects,
     return fail("no runtime directory to link the executable with");
   outputs.paths.push_back(o.output);
   std::string error;
+  StageTimer timer(result.stageTimes, "link");
   if (!target->link(objects, o.output, o.runtimeDirectory, partitioned, error))
     return fail(error);
   return success();
@@ -658,10 +732,13 @@ LogicalResult Compilation::runStages() {
   }
 
   std::string error;
+  std::optional<StageTimer> timer;
+  timer.emplace(result.stageTimes, "import");
   OwningOpRef<ModuleOp> module = weft::loadModel(
       o.model, o.dims, /*fuseIdioms=*/false, context.get(), error);
   if (!module)
     return fail(error);
+  timer.emplace(result.stageTimes, "weft passes");
   if (failed(weftPasses->run(*module)))
     return failure();
   if (auto step = module->lookupSymbol<func::FuncOp>("train_step"))
@@ -685,17 +762,22 @@ LogicalResult Compilation::runStages() {
     func.setSymName("main");
   if (o.emit == EmitKind::Schedule)
     return printStages(*module);
+  timer.emplace(result.stageTimes, "partitioning");
   if (failed(spmdPasses->run(*module)))
     return failure();
 
   // A pipeline runs one program per rank of its pp axis.
   std::vector<OwningOpRef<ModuleOp>> programs;
+  timer.emplace(result.stageTimes, "micro-batches and pipeline cut");
   if (pipelineStages) {
     if (failed(cutPipeline(*module, programs)))
       return failure();
   } else {
+    if (outlined() && failed(outlineMicrobatches(*module)))
+      return failure();
     programs.push_back(std::move(module));
   }
+  timer.reset();
   bool pipelined = pipelineStages.has_value();
   // Lowering drops the mesh: a partitioned program links the MPI runtime.
   bool partitioned = weft::describeMesh(*programs.front()).has_value();
@@ -805,8 +887,9 @@ void weft::printReport(const CompileResult &result, llvm::raw_ostream &os) {
        << " bytes\noutputs: " << report.outputBytes << " bytes\n";
     if (report.temporaryPeakBytes) {
       os << "temporaries: peak " << *report.temporaryPeakBytes
-         << " bytes in one arena (" << report.temporaryBuffers << " buffers, "
-         << report.temporaryUnplannedBytes << " bytes without reuse)\n";
+         << " bytes in one arena per function (" << report.temporaryBuffers
+         << " buffers, " << report.temporaryUnplannedBytes
+         << " bytes without reuse)\n";
       os << "activations (inputs, outputs, temporaries): "
          << report.inputBytes + report.outputBytes + *report.temporaryPeakBytes
          << " bytes\n";
@@ -816,11 +899,16 @@ void weft::printReport(const CompileResult &result, llvm::raw_ostream &os) {
          << " micro-batches in flight on this rank (" << o.schedule << ", "
          << o.microbatches << " micro-batches)\n";
     if (partitioned) {
-      os << "collectives: " << report.collectives.size() << " per call\n";
+      int64_t runs = 0;
+      for (const CollectiveReport &c : report.collectives)
+        runs += c.runs;
+      os << "collectives: " << runs << " per call\n";
       for (const CollectiveReport &c : report.collectives) {
         os << "  " << c.kind << " over " << c.axes << ": " << c.inputType
            << " -> " << c.resultType << ", " << c.bytesIn << " bytes in, "
            << c.bytesMovedPerRank << " bytes moved per rank";
+        if (c.runs > 1)
+          os << ", " << c.runs << " times (once per micro-batch)";
         if (!c.location.empty()) {
           os << " (\"";
           llvm::printEscapedString(c.location, os);

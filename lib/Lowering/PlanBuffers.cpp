@@ -7,6 +7,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <functional>
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTPLANBUFFERS
@@ -58,10 +61,12 @@ int64_t byteSize(MemRefType type) {
 struct WeftPlanBuffersPass
     : public weft::impl::WeftPlanBuffersBase<WeftPlanBuffersPass> {
   void runOnOperation() override {
-    int64_t totalPeak = 0, totalNaive = 0, totalBuffers = 0;
+    int64_t totalNaive = 0, totalBuffers = 0;
+    llvm::StringMap<int64_t> arenas;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
+      arenas[func.getSymName()] = 0;
       Block &entry = func.getBody().front();
       llvm::DenseMap<Operation *, unsigned> order;
       unsigned position = 0;
@@ -132,10 +137,38 @@ struct WeftPlanBuffersPass
         builder.setInsertionPoint(ret);
         memref::DeallocOp::create(builder, loc, base);
       });
-      totalPeak += arena;
+      arenas[func.getSymName()] = arena;
       totalNaive += naive;
       totalBuffers += buffers.size();
     }
+    // A function's arena lives while it runs, and its callees run one at a
+    // time inside it (an outlined step's stages): its peak is its arena and
+    // its largest callee's peak. The peak is that of the functions nothing
+    // calls.
+    llvm::StringMap<SmallVector<StringRef>> callees;
+    llvm::StringSet<> called;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      func.walk([&](func::CallOp call) {
+        if (!arenas.count(call.getCallee()))
+          return;
+        callees[func.getSymName()].push_back(call.getCallee());
+        called.insert(call.getCallee());
+      });
+    llvm::StringMap<int64_t> peaks;
+    std::function<int64_t(StringRef, unsigned)> peakOf =
+        [&](StringRef name, unsigned depth) -> int64_t {
+      if (auto it = peaks.find(name); it != peaks.end())
+        return it->second;
+      int64_t inner = 0;
+      if (depth < 64)
+        for (StringRef callee : callees.lookup(name))
+          inner = std::max(inner, peakOf(callee, depth + 1));
+      return peaks[name] = arenas.lookup(name) + inner;
+    };
+    int64_t totalPeak = 0;
+    for (auto &entry : arenas)
+      if (!called.contains(entry.getKey()))
+        totalPeak += peakOf(entry.getKey(), 0);
     Builder b(&getContext());
     getOperation()->setAttr(
         weft::WeftDialect::kMemoryPlanAttrName,

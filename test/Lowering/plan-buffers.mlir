@@ -1,4 +1,4 @@
-// RUN: weft-opt %s -weft-plan-buffers | FileCheck %s
+// RUN: weft-opt %s -split-input-file -weft-plan-buffers | FileCheck %s
 
 // %a and %b are both live during the copy from %a to %b. %a is dead when %c
 // is born, so %c reuses %a's bytes (offset 0), and %b's view of it keeps
@@ -25,5 +25,41 @@ func.func @chain(%in: memref<1024xf32>, %out: memref<256xf32>) {
   memref.dealloc %a : memref<1024xf32>
   memref.dealloc %b : memref<1024xf32>
   memref.dealloc %c : memref<256xf32>
+  return
+}
+
+// -----
+
+// A caller's arena is live while its callees run, one at a time: the peak
+// is the caller's 4096 bytes and its larger callee's 2048, not the sum of
+// all three arenas.
+// CHECK: module attributes {weft.memory_plan = {buffers = 3 : i64, peak_bytes = 6144 : i64, unplanned_bytes = 7168 : i64}}
+// CHECK-LABEL: func.func private @small
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1024xi8>
+// CHECK-LABEL: func.func private @large
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2048xi8>
+// CHECK-LABEL: func.func @caller
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<4096xi8>
+func.func private @small(%in: memref<256xf32>) {
+  %t = memref.alloc() : memref<256xf32>
+  memref.copy %in, %t : memref<256xf32> to memref<256xf32>
+  memref.copy %t, %in : memref<256xf32> to memref<256xf32>
+  memref.dealloc %t : memref<256xf32>
+  return
+}
+func.func private @large(%in: memref<512xf32>) {
+  %t = memref.alloc() : memref<512xf32>
+  memref.copy %in, %t : memref<512xf32> to memref<512xf32>
+  memref.copy %t, %in : memref<512xf32> to memref<512xf32>
+  memref.dealloc %t : memref<512xf32>
+  return
+}
+func.func @caller(%in: memref<1024xf32>, %p: memref<256xf32>, %q: memref<512xf32>) {
+  %a = memref.alloc() : memref<1024xf32>
+  memref.copy %in, %a : memref<1024xf32> to memref<1024xf32>
+  call @small(%p) : (memref<256xf32>) -> ()
+  call @large(%q) : (memref<512xf32>) -> ()
+  memref.copy %a, %in : memref<1024xf32> to memref<1024xf32>
+  memref.dealloc %a : memref<1024xf32>
   return
 }

@@ -14,6 +14,7 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -48,6 +49,10 @@ static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3"),
 static cl::opt<bool> report("report",
                             cl::desc("Print the memory plan and buffer sizes"),
                             cl::cat(category));
+static cl::opt<bool>
+    timeStages("time-stages",
+               cl::desc("Print each compilation stage's wall time on stderr"),
+               cl::cat(category));
 static cl::opt<std::string>
     mesh("mesh", cl::desc("Partition for a device mesh: --mesh dp=2,tp=2"),
          cl::value_desc("axis=size,..."), cl::cat(category));
@@ -212,5 +217,9 @@ int main(int argc, char **argv) {
   llvm::outs() << result->text;
   if (report)
     weft::printReport(*result, llvm::outs());
+  if (timeStages)
+    for (const weft::StageTime &time : result->stageTimes)
+      llvm::errs() << llvm::format("weftc: time: %-32s %8.2f s\n",
+                                   time.stage.c_str(), time.seconds);
   return 0;
 }

@@ -110,6 +110,9 @@ struct CollectiveReport {
   /// Bytes a rank sends for it with ring algorithms.
   int64_t bytesMovedPerRank = 0;
   std::string location; // the ONNX node, when known
+  /// Runs per call of the program: the calls of the function holding it
+  /// (a micro-batch's stage runs once per micro-batch).
+  int64_t runs = 1;
 };
 
 /// What one program (a pp rank's, or the only one) holds, per rank: every
@@ -137,6 +140,13 @@ struct ProgramReport {
   std::vector<CollectiveReport> collectives;
 };
 
+/// The wall time of one stage of the compilation, summed over the
+/// programs of a pipeline.
+struct StageTime {
+  std::string stage;
+  double seconds = 0;
+};
+
 struct CompileResult {
   /// The options compiled: the input's, with the plan's choices applied.
   CompileOptions options;
@@ -146,6 +156,8 @@ struct CompileResult {
   /// The files written, executable first.
   std::vector<std::string> files;
   std::vector<ProgramReport> programs;
+  /// The stages in the order they first ran (`weftc --time-stages`).
+  std::vector<StageTime> stageTimes;
 };
 
 /// Compiles `options`. On failure it has reported one error through

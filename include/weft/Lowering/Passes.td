@@ -57,8 +57,11 @@ def WeftPlanBuffers : Pass<"weft-plan-buffers", "::mlir::ModuleOp"> {
     buffer first, at the lowest 64-byte aligned offset free for its whole
     live range. The deallocations of planned buffers are dropped; the arena
     is freed before each return. The module attribute `weft.memory_plan`
-    records the arena size (the peak of temporary memory), the sum of the
-    planned buffers, and their number.
+    records the peak of temporary memory, the sum of the planned buffers,
+    and their number. A function's peak is its arena plus the largest peak
+    of the functions it calls (they run one at a time inside it, as an
+    outlined step's stages do); the module's is the sum over the functions
+    nothing calls.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"

@@ -21,15 +21,17 @@
 
 // With two micro-batches the inputs gain a leading dim; each micro-batch is
 // a slice, and the mean of the two losses and gradients feeds the update.
+// The step is a template (weft.microbatches) with its ops marked.
 // ACCUM-LABEL: func.func @train_step
 // ACCUM-SAME: (%arg0: tensor<2x2x3xi64> {weft.batch_dim = 1 : i64, weft.input = "input_ids"}
 // ACCUM-SAME: %arg3: tensor<2x2x3xi64> {weft.batch_dim = 1 : i64, weft.input = "labels"}
+// ACCUM-SAME: weft.microbatches = 2 : i64
 // ACCUM-SAME: flops = 1920 : i64
-// ACCUM: weft.slice %arg0 <{offsets = array<i64: 0, 0, 0>, sizes = array<i64: 1, 2, 3>
+// ACCUM: weft.slice %arg0 <{offsets = array<i64: 0, 0, 0>, sizes = array<i64: 1, 2, 3>{{.*}}weft.microbatch = 0 : i64, weft.phase = "forward"
 // ACCUM: weft.log_softmax
-// ACCUM: weft.slice %arg0 <{offsets = array<i64: 1, 0, 0>, sizes = array<i64: 1, 2, 3>
+// ACCUM: weft.slice %arg0 <{offsets = array<i64: 1, 0, 0>, sizes = array<i64: 1, 2, 3>{{.*}}weft.microbatch = 1 : i64, weft.phase = "forward"
 // ACCUM: weft.log_softmax
-// ACCUM: %[[HALF:.*]] = weft.constant dense<5.000000e-01> : tensor<f32>
+// ACCUM: %[[HALF:.*]] = weft.constant {weft.microbatch = 1 : i64, weft.phase = "update"} dense<5.000000e-01> : tensor<f32>
 // ACCUM: weft.mul %{{.*}}, %[[HALF]]
 // ACCUM: weft.sqrt
 

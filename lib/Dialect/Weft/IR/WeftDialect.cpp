@@ -91,6 +91,13 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a non-negative integer";
     return success();
   }
+  if (name == kMicrobatchesAttrName) {
+    auto value = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !value || value.getInt() < 1)
+      return op->emitError()
+             << "'" << name << "' must be a positive integer on a function";
+    return success();
+  }
   if (name == kPipelineAttrName) {
     if (!isa<FunctionOpInterface>(op) ||
         !llvm::isa<DictionaryAttr>(attr.getValue()))

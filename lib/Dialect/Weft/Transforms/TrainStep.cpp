@@ -278,12 +278,17 @@ struct WeftDeriveTrainStepPass
     if (failed(grad))
       return failure();
 
-    // train_step: the gradient function's body (once per micro-batch),
-    // then the update. The gradient function starts with a copy of the
-    // loss's ops (the forward pass); the adjoints follow.
+    // train_step: the gradient function's body, then the update. The
+    // gradient function starts with a copy of the loss's ops (the forward
+    // pass); the adjoints follow. With several micro-batches the step is a
+    // template of two: weft-outline-microbatches makes one function of each
+    // phase of the second and calls it once per micro-batch, the second's
+    // sums with the first's giving the accumulation.
     size_t forwardOps = loss.getBody().front().getOperations().size() - 1;
+    bool marked = markPhases || microBatches > 1;
+    int64_t copies = std::min<int64_t>(microBatches, 2);
     auto mark = [&](Operation *op, int64_t microbatch, StringRef phase) {
-      if (!markPhases)
+      if (!marked)
         return;
       op->setAttr(WeftDialect::kMicrobatchAttrName,
                   b.getI64IntegerAttr(microbatch));
@@ -352,7 +357,7 @@ struct WeftDeriveTrainStepPass
     // tied embedding and LM head), so that each stage sums its own share
     // and the shares meet once, at the update.
     SmallVector<SmallVector<Value>> partSums;
-    for (int64_t k = 0; k < microBatches; ++k) {
+    for (int64_t k = 0; k < copies; ++k) {
       IRMapping stepMapping;
       for (auto [arg, stepArg] :
            llvm::zip((*grad).getArguments(), stepBody->getArguments())) {
@@ -379,8 +384,8 @@ struct WeftDeriveTrainStepPass
         if (auto ret = dyn_cast<func::ReturnOp>(op)) {
           for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
             SmallVector<Value> parts =
-                markPhases ? splitSum(stepMapping.lookup(v))
-                           : SmallVector<Value>{stepMapping.lookup(v)};
+                marked ? splitSum(stepMapping.lookup(v))
+                       : SmallVector<Value>{stepMapping.lookup(v)};
             if (k == 0) {
               partSums.push_back(parts);
               continue;
@@ -481,10 +486,13 @@ struct WeftDeriveTrainStepPass
       }
     func::ReturnOp::create(sb, main.getLoc(), results);
     // The update runs after the last micro-batch.
-    if (markPhases)
+    if (marked) {
       for (Operation &op : stepBody->without_terminator())
         if (!op.hasAttr(WeftDialect::kPhaseAttrName))
           mark(&op, microBatches - 1, "update");
+      step->setAttr(WeftDialect::kMicrobatchesAttrName,
+                    b.getI64IntegerAttr(microBatches));
+    }
     step.setType(
         FunctionType::get(ctx, inputs, ValueRange(results).getTypes()));
     step->setAttr(WeftDialect::kOutputsAttrName, b.getArrayAttr(names));
@@ -496,7 +504,8 @@ struct WeftDeriveTrainStepPass
              b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
              b.getNamedAttr("vocab",
                             b.getI64IntegerAttr(logitsType.getShape().back())),
-             b.getNamedAttr("flops", b.getI64IntegerAttr(functionFlops(step))),
+             b.getNamedAttr("flops", b.getI64IntegerAttr(functionFlops(*grad) *
+                                                         microBatches)),
              b.getNamedAttr("tokens", *tokens)}));
     // train_loss_grad stays: it is the loss and gradient program
     // (weftc --program=gradients).

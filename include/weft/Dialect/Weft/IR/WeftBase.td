@@ -67,6 +67,11 @@ def Weft_Dialect : Dialect {
     /// it belongs to (an IntegerAttr).
     static constexpr ::llvm::StringLiteral kMicrobatchAttrName =
         "weft.microbatch";
+    /// On a training step whose ops are marked with their micro-batch and
+    /// phase: the micro-batches of a step (an IntegerAttr). Until
+    /// weft-outline-microbatches runs, the step holds at most two of them.
+    static constexpr ::llvm::StringLiteral kMicrobatchesAttrName =
+        "weft.microbatches";
     /// On an op of a training step derived for pipelining: "forward",
     /// "backward" or "update" (a StringAttr).
     static constexpr ::llvm::StringLiteral kPhaseAttrName = "weft.phase";

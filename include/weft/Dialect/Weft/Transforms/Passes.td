@@ -147,10 +147,13 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     With `micro-batches` K > 1 the step accumulates gradients: each input
     of `main` and `labels` gains a leading dim of K (batch dim 1, marked
     `weft.batch_dim`), the loss and gradient are computed for each
-    micro-batch in turn, and their means feed one update. The micro-batches
-    run one after the other, so a micro-batch's activations are dead before
-    the next one starts; a partitioned step keeps the gradients partial
-    sums until the update, so data parallelism reduces them once.
+    micro-batch in turn, and their means feed one update. The step is then
+    a template, marked as with `mark-phases` and `weft.microbatches = K`:
+    it computes micro-batches 0 and 1 only, the second's loss and
+    gradients added to the first's, and `weft-outline-microbatches` must
+    follow, which calls one function per phase K times. A partitioned
+    template keeps the gradients partial sums until the update, so data
+    parallelism reduces them once per step.
 
     With `compute-type=bf16`, every f32 linear and matmul of `main` runs on
     bf16 operands (cast on the way in, the result cast back to f32; the
@@ -164,7 +167,7 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     `weft.microbatch` (the micro-batch whose loss and gradient it computes)
     and `weft.phase`: "forward", "backward" (the adjoint ops of
     `weft-autodiff`) or "update" (the gradient norm and the optimizer).
-    `weft-pipeline-cut` schedules the ops of each pipeline stage by them.
+    `weft-outline-microbatches` makes functions of them.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
@@ -323,13 +326,56 @@ def WeftSplitStages : Pass<"weft-split-stages", "::mlir::ModuleOp"> {
   ];
 }
 
+def WeftOutlineMicrobatches
+    : Pass<"weft-outline-microbatches", "::mlir::ModuleOp"> {
+  let summary = "Make one function of each stage and phase of a training "
+                "step and call it once per micro-batch";
+  let description = [{
+    Input: `function` (default `main`), a training step template from
+    `weft-derive-train-step` (`weft.microbatches = K`, every op marked with
+    its micro-batch and phase), possibly partitioned and split into stages
+    by `weft-split-stages` (without `weft.stage` everything is stage 0).
+
+    The ops of the template's last micro-batch become one private function
+    per stage and phase, `<function>_stage<s>_forward` and
+    `<function>_stage<s>_backward`: a forward takes what its ops read (the
+    micro-batch's inputs, parameters, the previous stage's activation) and
+    returns what other functions and the update read (the next stage's
+    activation, the stash its backward reads); a backward also takes each
+    running sum of the loss and the gradients and returns it with this
+    micro-batch's part added. The step then calls the functions K times, in
+    micro-batch order, each call marked with its stage, phase and
+    micro-batch (`weft-pipeline-cut` orders them by a schedule); the sums
+    start from zero, and the update reads the last micro-batch's. So the
+    step's size, and the compile time, no longer grows with K.
+
+    `recompute` trades compute for the stash: `full` recomputes a stage's
+    forward in its backward, which then keeps only the forward's inputs;
+    `selective` recomputes the elementwise ops and views (not contractions,
+    reductions, normalizations, attention, lookups or collectives).
+
+    Example: with K = 4 and two stages, `train_step` calls
+    `train_step_stage0_forward`, `train_step_stage1_forward`,
+    `train_step_stage1_backward` and `train_step_stage0_backward` four
+    times, then updates the parameters.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "The training step to outline">,
+    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
+           "none, selective or full">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
   let summary = "Keep one pipeline rank's part of a training step, with "
                 "send/recv between ranks";
   let description = [{
     Input: `function` (default `main`), a training step derived with
-    `mark-phases` (every op
-    names its micro-batch and phase), split by `weft-split-stages` into
+    `mark-phases` (every op names its micro-batch and phase) whose
+    micro-batches are calls (`weft-outline-microbatches`; each call is one
+    op of a micro-batch and phase), split by `weft-split-stages` into
     p·v stages, in a module whose mesh has a `pp` axis of size p (it may
     be partitioned over the other axes already). Stage s runs on pp rank
     s mod p as its chunk s / p.
