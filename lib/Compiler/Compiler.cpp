@@ -116,18 +116,21 @@ LogicalResult writeWeights(ModuleOp module,
     }
     placement.push_back(std::move(place));
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec);
+  // The file is sized first: what no weight covers (alignment padding)
+  // reads as zeros without being written.
+  int fd;
+  std::error_code ec = llvm::sys::fs::openFileForWrite(path, fd);
+  if (!ec)
+    ec = llvm::sys::fs::resize_file(fd, bytes);
   if (ec) {
     error = "cannot write '" + path.str() + "': " + ec.message();
     return failure();
   }
+  llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
   char header[weft::runtime::kWeightsHeaderBytes];
   weft::runtime::WeightsHeader{weft::runtime::manifestHash(manifest), bytes}
       .write(header);
-  out.write(header, sizeof(header));
-  std::string zeros(bytes - sizeof(header), '\0');
-  out.write(zeros.data(), zeros.size());
+  out.pwrite(header, sizeof(header), 0);
   if (placement.empty())
     return success();
   auto source =

@@ -809,6 +809,24 @@ LogicalResult Importer::writeInitializers(
     if (failed(type))
       return failure();
     int64_t bytes = type->getNumElements() * elementByteSize(t->data_type());
+    // A float tensor's raw data is already the weights file's layout: copy
+    // it without going through an attribute (uniquing gigabytes is slow).
+    bool rawLayout =
+        t->data_location() != onnx::TensorProto::EXTERNAL &&
+        t->has_raw_data() &&
+        static_cast<int64_t>(t->raw_data().size()) == bytes &&
+        llvm::is_contained({onnx::TensorProto::FLOAT, onnx::TensorProto::DOUBLE,
+                            onnx::TensorProto::FLOAT16,
+                            onnx::TensorProto::BFLOAT16},
+                           t->data_type());
+    if (rawLayout && !place.write) {
+      out.pwrite(t->raw_data().data(), bytes, offset);
+      continue;
+    }
+    if (rawLayout) {
+      place.write(t->raw_data(), out);
+      continue;
+    }
     if (place.write) {
       // The whole tensor in memory, for the placement to cut up.
       std::string whole;
