@@ -193,8 +193,13 @@ struct WeftFuseElementwisePass
     : public weft::impl::WeftFuseElementwiseBase<WeftFuseElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    // A producer with other users would be copied into each consumer:
+    // the work repeats and the kernels grow with every use (the backward
+    // pass reads most forward values several times).
     linalg::ControlFusionFn control = [](OpOperand *fused) {
-      return !isContraction(fused->getOwner());
+      Operation *producer = fused->get().getDefiningOp();
+      return !isContraction(fused->getOwner()) && producer &&
+             producer->hasOneUse();
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -8,9 +8,13 @@ include "mlir/Pass/PassBase.td"
 def WeftFuseElementwise : Pass<"weft-fuse-elementwise"> {
   let summary = "Fuse elementwise linalg ops, keeping GEMMs intact";
   let description = [{
-    Upstream elementwise fusion, except that nothing is fused into a
-    multiply-accumulate contraction: those stay plain so that
-    `weft-contractions-to-blas` can hand them to BLAS.
+    Upstream elementwise fusion of a producer into its only user, except
+    that nothing is fused into a multiply-accumulate contraction: those
+    stay plain so that `weft-contractions-to-blas` can hand them to BLAS.
+    A producer with several users stays a kernel of its own: fused into
+    each it would be recomputed per user, and a training step's backward
+    reads most forward values several times, so fusing them all repeats
+    work at run time and grows the kernels LLVM compiles.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
