@@ -42,6 +42,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <chrono>
+#include <functional>
 
 using namespace mlir;
 
@@ -149,9 +150,24 @@ LogicalResult writeWeights(ModuleOp module,
 std::vector<weft::CollectiveReport>
 describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
   std::vector<weft::CollectiveReport> collectives;
-  // The entry calls each function of an outlined step once per micro-batch.
-  llvm::StringMap<int64_t> calls;
-  module.walk([&](func::CallOp call) { ++calls[call.getCallee()]; });
+  // A function runs once per call of each of its call sites' functions
+  // (an outlined step calls each stage once per micro-batch, a stage each
+  // of its layers).
+  llvm::StringMap<SmallVector<StringRef>> callers;
+  module.walk([&](func::CallOp call) {
+    callers[call.getCallee()].push_back(
+        call->getParentOfType<func::FuncOp>().getSymName());
+  });
+  llvm::StringMap<int64_t> runsOf;
+  std::function<int64_t(StringRef, unsigned)> runs = [&](StringRef function,
+                                                         unsigned depth) {
+    if (auto it = runsOf.find(function); it != runsOf.end())
+      return it->second;
+    int64_t total = 0;
+    for (StringRef caller : callers.lookup(function))
+      total += depth < 64 ? runs(caller, depth + 1) : 1;
+    return runsOf[function] = std::max<int64_t>(total, 1);
+  };
   module.walk([&](Operation *op) {
     auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
     if (!axes || op->getDialect()->getNamespace() != "shard" ||
@@ -179,10 +195,7 @@ describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
     llvm::raw_string_ostream(report.resultType) << result;
     if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
       report.location = name.getName().str();
-    auto function = op->getParentOfType<func::FuncOp>();
-    report.runs = calls.lookup(function.getSymName());
-    if (report.runs == 0)
-      report.runs = 1;
+    report.runs = runs(op->getParentOfType<func::FuncOp>().getSymName(), 0);
     collectives.push_back(std::move(report));
   });
   return collectives;
@@ -641,6 +654,14 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
     main.setResultAttrs(i, ArrayRef<NamedAttribute>{});
   {
     StageTimer timer(result.stageTimes, "lowering");
+    // Each distinct layer is compiled once. The lowering's recomputation
+    // works within one function: a step it recomputes stays whole.
+    if (outlined() || o.recompute == "none") {
+      PassManager layers(context.get());
+      layers.addPass(weft::createWeftOutlineLayers());
+      if (failed(layers.run(program)))
+        return failure();
+    }
     if (failed(lowering->run(program)))
       return failure();
   }
@@ -911,7 +932,7 @@ void weft::printReport(const CompileResult &result, llvm::raw_ostream &os) {
            << " -> " << c.resultType << ", " << c.bytesIn << " bytes in, "
            << c.bytesMovedPerRank << " bytes moved per rank";
         if (c.runs > 1)
-          os << ", " << c.runs << " times (once per micro-batch)";
+          os << ", " << c.runs << " times per call";
         if (!c.location.empty()) {
           os << " (\"";
           llvm::printEscapedString(c.location, os);

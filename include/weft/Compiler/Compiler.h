@@ -111,7 +111,8 @@ struct CollectiveReport {
   int64_t bytesMovedPerRank = 0;
   std::string location; // the ONNX node, when known
   /// Runs per call of the program: the calls of the function holding it
-  /// (a micro-batch's stage runs once per micro-batch).
+  /// and of their callers (an outlined stage per micro-batch, a layer per
+  /// call of its stage).
   int64_t runs = 1;
 };
 

@@ -368,6 +368,31 @@ def WeftOutlineMicrobatches
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def WeftOutlineLayers : Pass<"weft-outline-layers", "::mlir::ModuleOp"> {
+  let summary = "Make each run of one layer's ops a call, one function per "
+                "distinct layer";
+  let description = [{
+    In every function, each run of at least `min-ops` consecutive ops of
+    one layer (what their locations name up to the first number: "/h.3")
+    becomes a call of a private function that takes what the run reads
+    from before it and returns what the rest of the function reads from
+    it; constants are copied in. Runs that compute the same thing (the
+    same ops, types and constants; locations and discardable attributes
+    aside) call the same function, named after the first: the twelve
+    forward layers of GPT-2 become twelve calls of `main_/h.0`'s function,
+    so the backends compile one layer, not twelve. Calls and ops with
+    regions end a run.
+
+    Example: a two-layer model's `main` calls `main__h.0` twice, with each
+    layer's weights.
+  }];
+  let options = [
+    Option<"minOps", "min-ops", "int64_t", /*default=*/"8",
+           "The fewest ops a run needs to be outlined">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
   let summary = "Keep one pipeline rank's part of a training step, with "
                 "send/recv between ranks";
