@@ -491,6 +491,8 @@ void Compilation::buildPassManagers() {
   // compileProgram): the recomputation is told which function returns the
   // loss. An outlined step recomputes between its functions instead.
   lowering = std::make_unique<PassManager>(context.get());
+  if (o.timeLoweringPasses)
+    lowering->enableTiming();
   target->buildLowering(*lowering,
                         weft::LoweringOptions{o.optLevel,
                                               outlined() ? "none" : o.recompute,

@@ -60,6 +60,8 @@ int64_t byteSize(MemRefType type) {
 
 struct WeftPlanBuffersPass
     : public weft::impl::WeftPlanBuffersBase<WeftPlanBuffersPass> {
+  using WeftPlanBuffersBase::WeftPlanBuffersBase;
+
   void runOnOperation() override {
     int64_t totalNaive = 0, totalBuffers = 0;
     llvm::StringMap<int64_t> arenas;
@@ -133,10 +135,11 @@ struct WeftPlanBuffersPass
         b.alloc.replaceAllUsesWith(view);
         b.alloc.erase();
       }
-      func.walk([&](func::ReturnOp ret) {
-        builder.setInsertionPoint(ret);
-        memref::DeallocOp::create(builder, loc, base);
-      });
+      if (freeArena)
+        func.walk([&](func::ReturnOp ret) {
+          builder.setInsertionPoint(ret);
+          memref::DeallocOp::create(builder, loc, base);
+        });
       arenas[func.getSymName()] = arena;
       totalNaive += naive;
       totalBuffers += buffers.size();

@@ -1,4 +1,5 @@
 // RUN: weft-opt %s -split-input-file -weft-plan-buffers | FileCheck %s
+// RUN: weft-opt %s -split-input-file -weft-plan-buffers="free-arena=false" | FileCheck %s --check-prefix=KEEP
 
 // %a and %b are both live during the copy from %a to %b. %a is dead when %c
 // is born, so %c reuses %a's bytes (offset 0), and %b's view of it keeps
@@ -13,6 +14,11 @@
 // CHECK-NOT: memref.dealloc %{{.*}} : memref<1024xf32>
 // CHECK: memref.dealloc %[[ARENA]]
 // CHECK-NEXT: return
+// Without free-arena the arena is left to the deallocation pipeline.
+// KEEP-LABEL: func.func @chain
+// KEEP: memref.alloc() {alignment = 64 : i64} : memref<8192xi8>
+// KEEP-NOT: memref.dealloc
+// KEEP: return
 func.func @chain(%in: memref<1024xf32>, %out: memref<256xf32>) {
   %a = memref.alloc() : memref<1024xf32>
   memref.copy %in, %a : memref<1024xf32> to memref<1024xf32>

@@ -53,6 +53,10 @@ static cl::opt<bool>
     timeStages("time-stages",
                cl::desc("Print each compilation stage's wall time on stderr"),
                cl::cat(category));
+static cl::opt<bool>
+    timeLoweringPasses("time-lowering-passes",
+                       cl::desc("Print the lowering's time per pass on stderr"),
+                       cl::cat(category));
 static cl::opt<std::string>
     mesh("mesh", cl::desc("Partition for a device mesh: --mesh dp=2,tp=2"),
          cl::value_desc("axis=size,..."), cl::cat(category));
@@ -202,6 +206,7 @@ int main(int argc, char **argv) {
                                  : emit.getValue();
   options.output = outputFile;
   options.runtimeDirectory = runtimeDirectory(argv[0]);
+  options.timeLoweringPasses = timeLoweringPasses;
 
   std::optional<weft::CompileResult> result = weft::compile(
       options, [](mlir::DiagnosticSeverity severity, const std::string &text) {

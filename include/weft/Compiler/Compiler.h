@@ -89,6 +89,8 @@ struct CompileOptions {
   std::string output;
   /// Where the target's runtime libraries are (an executable links them).
   std::string runtimeDirectory;
+  /// Print the lowering's pass timing on stderr.
+  bool timeLoweringPasses = false;
 };
 
 /// The plan the planner chose for CompileOptions::plan, as the options it

@@ -61,8 +61,15 @@ def WeftPlanBuffers : Pass<"weft-plan-buffers", "::mlir::ModuleOp"> {
     and their number. A function's peak is its arena plus the largest peak
     of the functions it calls (they run one at a time inside it, as an
     outlined step's stages do); the module's is the sum over the functions
-    nothing calls.
+    nothing calls. With `free-arena=false` the arena gets no deallocation:
+    run before `buffer-deallocation-pipeline`, that pipeline then frees it
+    and has one allocation to track instead of every temporary (its
+    simplification grows faster than linearly with them).
   }];
+  let options = [
+    Option<"freeArena", "free-arena", "bool", /*default=*/"true",
+           "Free the arena before each return">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"
   ];

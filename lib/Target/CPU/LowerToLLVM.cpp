@@ -32,7 +32,8 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
       "convert-shard-to-weft-runtime,"
       "buffer-results-to-out-params{modify-public-functions "
       "hoist-static-allocs},"
-      "buffer-deallocation-pipeline,canonicalize,weft-plan-buffers,"
+      "canonicalize,weft-plan-buffers{free-arena=false},"
+      "buffer-deallocation-pipeline,canonicalize,"
       "weft-contractions-to-blas,weft-strided-copies-to-loops,"
       // Parallel dims become OpenMP work-sharing loops; reductions stay
       // sequential inside them.
