@@ -30,12 +30,21 @@ struct Buffer {
 };
 
 /// The last position (in `order`) of an op of the entry block that uses
-/// `value` or a view of it, looking into nested regions.
+/// `value`, a view of it, or a result of a loop or branch it flows into
+/// (scf.for carries it, a case yields it), looking into nested regions.
+/// None when it escapes: returned, or, with `nested`, yielded out of the
+/// region it is allocated in (an iteration's buffer read by the next).
 std::optional<unsigned>
 lastUse(Value value, const llvm::DenseMap<Operation *, unsigned> &order,
-        Block &entry) {
+        Block &entry, bool nested) {
   unsigned last = 0;
   SmallVector<Value> worklist{value};
+  llvm::DenseSet<Value> seen{value};
+  auto follow = [&](ValueRange values) {
+    for (Value v : values)
+      if (seen.insert(v).second)
+        worklist.push_back(v);
+  };
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     for (Operation *user : v.getUsers()) {
@@ -47,7 +56,14 @@ lastUse(Value value, const llvm::DenseMap<Operation *, unsigned> &order,
       last = std::max(last, order.lookup(top));
       if (auto view = dyn_cast<ViewLikeOpInterface>(user))
         if (view.getViewSource() == v)
-          llvm::append_range(worklist, user->getResults());
+          follow(user->getResults());
+      if (user->hasTrait<OpTrait::IsTerminator>() && user != top) {
+        if (nested)
+          return std::nullopt;
+        follow(user->getParentOp()->getResults());
+      }
+      if (user->getNumRegions() > 0)
+        follow(user->getResults());
     }
   }
   return last;
@@ -74,19 +90,23 @@ struct WeftPlanBuffersPass
       unsigned position = 0;
       for (Operation &op : entry)
         order[&op] = position++;
+      // A buffer allocated inside a loop or a case lives, for the plan,
+      // as long as the op of the entry block that holds it: each iteration
+      // reuses the same place.
       std::vector<Buffer> buffers;
-      for (Operation &op : entry) {
-        auto alloc = dyn_cast<memref::AllocOp>(op);
-        if (!alloc || !alloc.getType().hasStaticShape() ||
+      func.walk([&](memref::AllocOp alloc) {
+        if (!alloc.getType().hasStaticShape() ||
             !alloc.getType().getLayout().isIdentity() ||
             alloc.getType().getMemorySpace())
-          continue;
-        std::optional<unsigned> end = lastUse(alloc, order, entry);
-        if (!end)
-          continue;
-        buffers.push_back({alloc, byteSize(alloc.getType()), order[&op],
-                           std::max(*end, order[&op])});
-      }
+          return;
+        Operation *top = entry.findAncestorOpInBlock(*alloc);
+        bool nested = top != alloc.getOperation();
+        std::optional<unsigned> end = lastUse(alloc, order, entry, nested);
+        if (!top || !end)
+          return;
+        buffers.push_back({alloc, byteSize(alloc.getType()), order[top],
+                           std::max(*end, order[top])});
+      });
       if (buffers.empty())
         continue;
       // Largest first, each at the lowest offset free over its live range.

@@ -69,3 +69,39 @@ func.func @caller(%in: memref<1024xf32>, %p: memref<256xf32>, %q: memref<512xf32
   memref.dealloc %a : memref<1024xf32>
   return
 }
+
+// -----
+
+// A loop: %sum is carried through it, and the loop's result may be %sum
+// itself, so %sum lives until the loop's result is last read (by the copy
+// into %late): %late may not take its bytes. The iteration's temporary %t
+// lives, for the plan, as long as the loop (each iteration reuses its
+// place), so %late, born after the loop, takes %t's. %next, yielded to the
+// next iteration, escapes and is left to the allocator.
+// CHECK: module attributes {weft.memory_plan = {buffers = 3 : i64, peak_bytes = 2048 : i64, unplanned_bytes = 3072 : i64}}
+// CHECK-LABEL: func.func @carried
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2048xi8>
+// CHECK: memref.view %[[ARENA]][%c0{{.*}}][] : memref<2048xi8> to memref<256xf32>
+// CHECK: scf.for
+// CHECK: memref.view %[[ARENA]][%c1024{{.*}}][] : memref<2048xi8> to memref<256xf32>
+// CHECK: memref.alloc() : memref<256xf32>
+// CHECK: scf.yield
+// CHECK: memref.view %[[ARENA]][%c1024{{.*}}][] : memref<2048xi8> to memref<256xf32>
+func.func @carried(%in: memref<256xf32>, %out: memref<256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %sum = memref.alloc() : memref<256xf32>
+  memref.copy %in, %sum : memref<256xf32> to memref<256xf32>
+  %last = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %sum) -> (memref<256xf32>) {
+    %t = memref.alloc() : memref<256xf32>
+    memref.copy %acc, %t : memref<256xf32> to memref<256xf32>
+    %next = memref.alloc() : memref<256xf32>
+    memref.copy %t, %next : memref<256xf32> to memref<256xf32>
+    scf.yield %next : memref<256xf32>
+  }
+  %late = memref.alloc() : memref<256xf32>
+  memref.copy %last, %late : memref<256xf32> to memref<256xf32>
+  memref.copy %late, %out : memref<256xf32> to memref<256xf32>
+  return
+}
