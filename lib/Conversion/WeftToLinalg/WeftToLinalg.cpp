@@ -1256,6 +1256,18 @@ struct ConvertWeftToLinalgPass
     : public weft::impl::ConvertWeftToLinalgBase<ConvertWeftToLinalgPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // A template holds two of its micro-batches: lowered as it is, it
+    // would train on those alone.
+    WalkResult templates = getOperation()->walk([](func::FuncOp func) {
+      if (!func->hasAttr(WeftDialect::kMicrobatchesAttrName))
+        return WalkResult::advance();
+      func.emitError() << "convert-weft-to-linalg: '" << func.getSymName()
+                       << "' is a micro-batch template (weft.microbatches): "
+                          "run weft-outline-microbatches first";
+      return WalkResult::interrupt();
+    });
+    if (templates.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(ctx);
     add<ConstantOp>(patterns, lowerConstant);
     add<RangeOp>(patterns, lowerRange);
