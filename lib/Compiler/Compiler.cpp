@@ -16,6 +16,7 @@
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/Dialect/Weft/Transforms/PipelineSchedule.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
+#include "weft/Dialect/Weft/Transforms/StepPhases.h"
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
 #include "weft/InitAllTargets.h"
@@ -150,13 +151,15 @@ LogicalResult writeWeights(ModuleOp module,
 std::vector<weft::CollectiveReport>
 describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
   std::vector<weft::CollectiveReport> collectives;
-  // A function runs once per call of each of its call sites' functions
-  // (an outlined step calls each stage once per micro-batch, a stage each
-  // of its layers).
-  llvm::StringMap<SmallVector<StringRef>> callers;
+  // A function runs as often as its call sites do: a call in the
+  // micro-batch loop once per micro-batch, one in a case of a pipeline
+  // rank's schedule once per instruction of that case, a stage's layer
+  // calls once per run of the stage.
+  llvm::StringMap<SmallVector<std::pair<StringRef, int64_t>>> callers;
   module.walk([&](func::CallOp call) {
     callers[call.getCallee()].push_back(
-        call->getParentOfType<func::FuncOp>().getSymName());
+        {call->getParentOfType<func::FuncOp>().getSymName(),
+         weft::runsPerCall(call)});
   });
   llvm::StringMap<int64_t> runsOf;
   std::function<int64_t(StringRef, unsigned)> runs = [&](StringRef function,
@@ -164,8 +167,8 @@ describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
     if (auto it = runsOf.find(function); it != runsOf.end())
       return it->second;
     int64_t total = 0;
-    for (StringRef caller : callers.lookup(function))
-      total += depth < 64 ? runs(caller, depth + 1) : 1;
+    for (auto [caller, times] : callers.lookup(function))
+      total += times * (depth < 64 ? runs(caller, depth + 1) : 1);
     return runsOf[function] = std::max<int64_t>(total, 1);
   };
   module.walk([&](Operation *op) {
@@ -195,7 +198,8 @@ describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
     llvm::raw_string_ostream(report.resultType) << result;
     if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
       report.location = name.getName().str();
-    report.runs = runs(op->getParentOfType<func::FuncOp>().getSymName(), 0);
+    report.runs = weft::runsPerCall(op) *
+                  runs(op->getParentOfType<func::FuncOp>().getSymName(), 0);
     collectives.push_back(std::move(report));
   });
   return collectives;
@@ -596,7 +600,7 @@ Compilation::cutPipeline(ModuleOp module,
 }
 
 /// Makes one function of each stage and phase of the step's micro-batch
-/// template and calls it once per micro-batch
+/// template and calls them in a loop over the micro-batches
 /// (weft-outline-microbatches); without a pipeline, also buckets the
 /// gradient reductions, which now run once, in the update.
 LogicalResult Compilation::outlineMicrobatches(ModuleOp module) {

@@ -6,22 +6,23 @@
 // RUN: not weft-opt %s -split-input-file -weft-derive-train-step="micro-batches=2" -weft-outline-microbatches="function=train_step recompute=some" 2>&1 | FileCheck %s --check-prefix=MODE
 
 // Three micro-batches on one stage: the template's second micro-batch
-// becomes a forward and a backward function, called three times on the
-// slices 0, 1 and 2 of the inputs. The backward takes the running sums
-// (zeros first, then the previous call's) and returns them with its part
-// added; the update reads the last call's.
+// becomes a forward and a backward function, called in a loop of three
+// iterations on the slice of the inputs at the loop's index. The loop
+// carries the running sums, each in a buffer of its own from zeros; the
+// backward takes them and its result is written over them; the update
+// reads the loop's results.
 // ACCUM-LABEL: func.func @train_step
 // ACCUM-NOT: weft.linear
-// ACCUM: weft.slice %arg0 <{offsets = array<i64: 0, 0, 0>
-// ACCUM: %[[F0:.*]]:11 = call @train_step_stage0_forward({{.*}}) {weft.microbatch = 0 : i64, weft.phase = "forward", weft.stage = 0 : i64}
-// ACCUM: %[[B0:.*]]:5 = call @train_step_stage0_backward(%[[F0]]#0, {{.*}}) {weft.microbatch = 0 : i64, weft.phase = "backward", weft.stage = 0 : i64}
-// ACCUM: weft.slice %arg0 <{offsets = array<i64: 1, 0, 0>
-// ACCUM: %[[F1:.*]]:11 = call @train_step_stage0_forward
-// ACCUM: %[[B1:.*]]:5 = call @train_step_stage0_backward(%[[F1]]#0, {{.*}}%[[B0]]#2, {{.*}}%[[B0]]#0, %[[B0]]#1, %[[B0]]#3, %[[B0]]#4) {weft.microbatch = 1 : i64
-// ACCUM: weft.slice %arg0 <{offsets = array<i64: 2, 0, 0>
-// ACCUM: call @train_step_stage0_forward
-// ACCUM: %[[B2:.*]]:5 = call @train_step_stage0_backward({{.*}}%[[B1]]#2, {{.*}}%[[B1]]#0, %[[B1]]#1, %[[B1]]#3, %[[B1]]#4) {weft.microbatch = 2 : i64
+// ACCUM: %[[LOSS:.*]] = bufferization.alloc_tensor() copy(%{{.*}}) : tensor<f32>
+// ACCUM: %[[SUMS:.*]]:5 = scf.for %[[K:.*]] = %c0 to %c3 step %c1 iter_args(%[[LOSSSUM:.*]] = %[[LOSS]], {{.*}})
+// ACCUM: tensor.extract_slice %arg0[%[[K]], 0, 0] [1, 2, 4] [1, 1, 1] : tensor<3x2x4xi64> to tensor<1x2x4xi64>
+// ACCUM: %[[F:.*]]:11 = func.call @train_step_stage0_forward({{.*}}) {weft.phase = "forward", weft.stage = 0 : i64}
+// ACCUM: %[[B:.*]]:5 = func.call @train_step_stage0_backward(%[[F]]#0, {{.*}}%[[LOSSSUM]]{{.*}}) {weft.phase = "backward", weft.stage = 0 : i64}
+// ACCUM: bufferization.materialize_in_destination %[[B]]#2 in %[[LOSSSUM]]
 // ACCUM-NOT: call
+// ACCUM: scf.yield
+// ACCUM-NOT: call
+// ACCUM: weft.mul %[[SUMS]]#0
 // ACCUM: weft.sqrt
 // ACCUM: return
 // ACCUM-NOT: weft.microbatches
@@ -34,18 +35,17 @@
 // ACCUM: weft.linear {{.*}}<{transpose_weight}>
 // ACCUM: return
 
-// Two stages: a round calls the forwards in stage order, then the
+// Two stages: an iteration calls the forwards in stage order, then the
 // backwards from the last stage; stage 0's forward returns its output
 // (for stage 1) and the stash its backward reads.
 // STAGES-LABEL: func.func @train_step
-// STAGES: %[[F0:.*]]:2 = call @train_step_stage0_forward({{.*}}) {weft.microbatch = 0 : i64, weft.phase = "forward", weft.stage = 0 : i64}
-// STAGES: %[[F1:.*]]:9 = call @train_step_stage1_forward(%[[F0]]#1, {{.*}}) {weft.microbatch = 0 : i64, weft.phase = "forward", weft.stage = 1 : i64}
-// STAGES: %[[B1:.*]]:4 = call @train_step_stage1_backward({{.*}}) {weft.microbatch = 0 : i64, weft.phase = "backward", weft.stage = 1 : i64}
-// STAGES: call @train_step_stage0_backward(%[[B1]]#0, %arg2, %[[F0]]#0, {{.*}}) {weft.microbatch = 0 : i64, weft.phase = "backward", weft.stage = 0 : i64}
-// STAGES: call @train_step_stage0_forward({{.*}}) {weft.microbatch = 1 : i64
-// STAGES: call @train_step_stage1_forward({{.*}}) {weft.microbatch = 1 : i64
-// STAGES: call @train_step_stage1_backward({{.*}}) {weft.microbatch = 1 : i64
-// STAGES: call @train_step_stage0_backward({{.*}}) {weft.microbatch = 1 : i64
+// STAGES: scf.for
+// STAGES: %[[F0:.*]]:2 = func.call @train_step_stage0_forward({{.*}}) {weft.phase = "forward", weft.stage = 0 : i64}
+// STAGES: %[[F1:.*]]:9 = func.call @train_step_stage1_forward(%[[F0]]#1, {{.*}}) {weft.phase = "forward", weft.stage = 1 : i64}
+// STAGES: %[[B1:.*]]:4 = func.call @train_step_stage1_backward({{.*}}) {weft.phase = "backward", weft.stage = 1 : i64}
+// STAGES: func.call @train_step_stage0_backward(%[[B1]]#0, %arg2, %[[F0]]#0, {{.*}}) {weft.phase = "backward", weft.stage = 0 : i64}
+// STAGES-NOT: call @train_step_stage
+// STAGES: scf.yield
 // STAGES-LABEL: func.func private @train_step_stage0_forward
 // STAGES-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>)
 // STAGES: weft.gather

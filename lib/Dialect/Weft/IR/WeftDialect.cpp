@@ -110,6 +110,14 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be an integer";
     return success();
   }
+  if (name == kCaseRunsAttrName) {
+    auto runs = llvm::dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!runs || op->getNumRegions() != runs.size() + 1)
+      return op->emitError() << "'" << name
+                             << "' must be an i64 array with one count per "
+                                "case region";
+    return success();
+  }
   if (name == kBlocksAttrName || name == kPinnedDimsAttrName) {
     if (!llvm::isa<DenseI64ArrayAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be an i64 array";

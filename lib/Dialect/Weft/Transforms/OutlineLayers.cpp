@@ -8,13 +8,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/Layers.h"
-#include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace weft {

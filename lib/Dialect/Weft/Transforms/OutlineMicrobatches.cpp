@@ -3,18 +3,25 @@
 // weft-derive-train-step builds a step of K micro-batches as a template of
 // two: micro-batch 0, then micro-batch 1 whose loss and gradients are added
 // to micro-batch 0's. This pass makes a function of each (stage, phase) of
-// the second copy and rebuilds the step as K rounds of calls, so that the
-// program's size does not grow with K. The sums of the second copy become
-// running sums: a backward takes the sum so far and returns it with its
-// part added.
+// the second copy and rebuilds the step as a loop over the K micro-batches
+// whose iteration calls them, so that the program's size does not grow
+// with K. The sums of the second copy become running sums, carried by the
+// loop: a backward takes the sum so far and returns it with its part
+// added.
 //
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
+#include "weft/Dialect/Weft/Transforms/StepPhases.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -33,7 +40,7 @@ using namespace weft;
 
 namespace {
 
-enum class Phase { Forward = 0, Backward = 1, Update = 2 };
+using Phase = StepPhase;
 
 struct Placement {
   int64_t stage = 0;
@@ -124,26 +131,16 @@ struct WeftOutlineMicrobatchesPass
     llvm::DenseMap<Operation *, Placement> placement;
     std::map<std::pair<int64_t, Phase>, Group> groups;
     SmallVector<Operation *> update;
-    auto phaseOf = [](StringRef name) {
-      return name == "forward"    ? Phase::Forward
-             : name == "backward" ? Phase::Backward
-                                  : Phase::Update;
-    };
     for (Operation &op : body.without_terminator()) {
       auto microbatch =
           op.getAttrOfType<IntegerAttr>(WeftDialect::kMicrobatchAttrName);
-      bool fromSources = llvm::all_of(readValues(&op), [&](Value v) {
-        Operation *producer = v.getDefiningOp();
-        return !producer || sources.count(producer);
-      });
-      bool movesData = isa<SliceOp, ReshapeOp>(op) ||
-                       !op.hasAttr(WeftDialect::kPhaseAttrName);
       if (op.hasTrait<OpTrait::ConstantLike>()) {
         sources.insert(&op);
         constants.insert(&op);
         continue;
       }
-      if (fromSources && movesData) {
+      if (isStepSource(&op, readValues(&op),
+                       [&](Operation *p) { return sources.count(p) > 0; })) {
         // A source of a micro-batch is one that reads one, or is marked.
         bool ofRound = false, ofEarlier = false;
         for (Value v : readValues(&op))
@@ -172,7 +169,7 @@ struct WeftOutlineMicrobatchesPass
       bool readsSum = llvm::any_of(op.getOperands(),
                                    [&](Value v) { return sums.count(v); });
       if (phase && microbatch) {
-        where.phase = phaseOf(phase.getValue());
+        where.phase = parseStepPhase(phase.getValue());
         where.microbatch = microbatch.getInt();
       } else if (readsSum) {
         // What the partitioner adds on a running sum (data parallelism's
@@ -368,65 +365,125 @@ struct WeftOutlineMicrobatchesPass
       moduleBuilder.setInsertionPointAfter(callee);
     }
 
-    // The step: each round's input slices and calls, then the update.
+    // The step: a loop over the micro-batches whose iteration slices the
+    // inputs and calls the round, carrying the running sums; then the
+    // update, which reads the last iteration's sums.
     OpBuilder b(ret);
+    Location loc = step.getLoc();
     Builder attrs(ctx);
-    llvm::DenseMap<Value, Value> zeros;
-    for (auto [part, sum] : sumOfPart)
-      zeros[part] = createSplat(b, sum.getLoc(), tensorTypeOf(sum), 0.0);
-    IRMapping previous, round;
-    for (int64_t k = 0; k < microbatches; ++k) {
-      round = IRMapping();
+    // The loop carries the running sums and what else the update reads of
+    // a micro-batch (with one micro-batch, its gradients), the last
+    // iteration's. Each starts in a buffer of its own: sums of one shape
+    // would otherwise start from one constant.
+    SmallVector<Value> carried, inits;
+    for (auto [part, sum] : sumOfPart) {
+      Value zero = createSplat(b, sum.getLoc(), tensorTypeOf(sum), 0.0);
+      carried.push_back(sum);
+      inits.push_back(bufferization::AllocTensorOp::create(
+          b, sum.getLoc(), tensorTypeOf(sum), ValueRange{}, zero));
+    }
+    auto carryLast = [&](Value v) {
+      Operation *producer = v.getDefiningOp();
+      if (!producer || !home.count(producer) || sums.count(v) ||
+          llvm::is_contained(carried, v))
+        return;
+      carried.push_back(v);
+      inits.push_back(bufferization::AllocTensorOp::create(
+          b, v.getLoc(), tensorTypeOf(v), ValueRange{}));
+    };
+    for (Operation *op : update)
+      for (Value v : op->getOperands())
+        carryLast(v);
+    for (Value v : ret.getOperands())
+      carryLast(v);
+    auto index = [&](int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, value);
+    };
+    auto loop = scf::ForOp::create(b, loc, index(0), index(microbatches),
+                                   index(1), inits);
+    {
+      OpBuilder body = OpBuilder::atBlockBegin(loop.getBody());
+      Value k = loop.getInductionVar();
+      IRMapping round;
+      for (auto [i, part] : llvm::enumerate(sumOfPart))
+        round.map(part.first, loop.getRegionIterArg(i));
       for (Operation *op : roundSources) {
-        Operation *copy = b.clone(*op, round);
-        copy->setAttr(WeftDialect::kMicrobatchAttrName,
-                      attrs.getI64IntegerAttr(k));
-        auto slice = dyn_cast<SliceOp>(copy);
+        auto slice = dyn_cast<SliceOp>(op);
         auto input = slice ? llvm::dyn_cast<BlockArgument>(slice.getInput())
                            : BlockArgument();
-        if (!input ||
-            !step.getArgAttr(input.getArgNumber(), WeftDialect::kInputAttrName))
+        if (!input || !step.getArgAttr(input.getArgNumber(),
+                                       WeftDialect::kInputAttrName)) {
+          Operation *copy = body.clone(*op, round);
+          copy->removeAttr(WeftDialect::kMicrobatchAttrName);
           continue;
-        SmallVector<int64_t> offsets(slice.getOffsets());
-        if (offsets.empty() || offsets[0] != last ||
+        }
+        // The micro-batch's slice of an input, at the loop's offset.
+        ArrayRef<int64_t> offsets = slice.getOffsets();
+        if (offsets.empty() || offsets[0] != last || slice.getSizes()[0] != 1 ||
             tensorTypeOf(input).getDimSize(0) != microbatches)
           return op->emitError("weft-outline-microbatches: expected the "
                                "slice of micro-batch ")
                  << last << " of an input of " << microbatches;
-        offsets[0] = k;
-        slice.setOffsets(offsets);
+        SmallVector<OpFoldResult> dynamicOffsets{k};
+        for (int64_t offset : offsets.drop_front())
+          dynamicOffsets.push_back(body.getIndexAttr(offset));
+        auto extracted = tensor::ExtractSliceOp::create(
+            body, slice.getLoc(), tensorTypeOf(slice.getResult()),
+            slice.getInput(), dynamicOffsets,
+            getAsIndexOpFoldResult(ctx, slice.getSizes()),
+            getAsIndexOpFoldResult(ctx, slice.getStrides()));
+        round.map(slice.getResult(), extracted.getResult());
       }
       for (Group *group : order) {
         SmallVector<Value> operands;
-        for (Value v : group->inputs) {
-          auto sum = sumOfPart.find(v);
-          if (sum != sumOfPart.end())
-            operands.push_back(k == 0 ? zeros.lookup(v)
-                                      : previous.lookup(sum->second));
-          else
-            operands.push_back(round.lookupOrDefault(v));
-        }
-        auto call =
-            func::CallOp::create(b, step.getLoc(), group->callee, operands);
+        for (Value v : group->inputs)
+          operands.push_back(round.lookupOrDefault(v));
+        auto call = func::CallOp::create(body, loc, group->callee, operands);
         call->setAttr(WeftDialect::kStageAttrName,
                       attrs.getI64IntegerAttr(group->stage));
         call->setAttr(WeftDialect::kPhaseAttrName,
                       attrs.getStringAttr(group->phase == Phase::Forward
                                               ? "forward"
                                               : "backward"));
-        call->setAttr(WeftDialect::kMicrobatchAttrName,
-                      attrs.getI64IntegerAttr(k));
         round.map(group->outputs.getArrayRef(), call.getResults());
       }
-      previous = round;
+      // Each is written over the one carried in, so that the loop keeps
+      // the same buffers from iteration to iteration.
+      SmallVector<Value> next;
+      for (auto [i, value] : llvm::enumerate(carried))
+        next.push_back(
+            bufferization::MaterializeInDestinationOp::create(
+                body, loc, round.lookup(value), loop.getRegionIterArg(i))
+                .getResult());
+      scf::YieldOp::create(body, loc, next);
     }
+    // After the loop only what it carries is known.
+    llvm::DenseMap<Value, Value> total;
+    for (auto [i, value] : llvm::enumerate(carried))
+      total[value] = loop.getResult(i);
+    auto afterLoop = [&](OpOperand &operand) -> LogicalResult {
+      Value v = operand.get();
+      if (Value last = total.lookup(v)) {
+        operand.set(last);
+        return success();
+      }
+      Operation *producer = v.getDefiningOp();
+      if (producer && roundSourceSet.count(producer))
+        return operand.getOwner()->emitError(
+                   "weft-outline-microbatches: the update reads a "
+                   "micro-batch's input slice (at ")
+               << v.getLoc() << ")";
+      return success();
+    };
     for (Operation *op : update) {
       op->moveBefore(ret);
       for (OpOperand &operand : op->getOpOperands())
-        operand.set(round.lookupOrDefault(operand.get()));
+        if (failed(afterLoop(operand)))
+          return failure();
     }
     for (OpOperand &operand : ret->getOpOperands())
-      operand.set(round.lookupOrDefault(operand.get()));
+      if (failed(afterLoop(operand)))
+        return failure();
 
     // The template's copies go.
     llvm::DenseSet<Operation *> dead(earlier.begin(), earlier.end());

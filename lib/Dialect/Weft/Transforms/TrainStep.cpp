@@ -282,8 +282,8 @@ struct WeftDeriveTrainStepPass
     // gradient function starts with a copy of the loss's ops (the forward
     // pass); the adjoints follow. With several micro-batches the step is a
     // template of two: weft-outline-microbatches makes one function of each
-    // phase of the second and calls it once per micro-batch, the second's
-    // sums with the first's giving the accumulation.
+    // phase of the second and calls them in a loop over the micro-batches,
+    // the second's sums with the first's giving the accumulation.
     size_t forwardOps = loss.getBody().front().getOperations().size() - 1;
     bool marked = markPhases || microBatches > 1;
     int64_t copies = std::min<int64_t>(microBatches, 2);

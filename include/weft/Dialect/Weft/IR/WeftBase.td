@@ -76,8 +76,14 @@ def Weft_Dialect : Dialect {
     /// "backward" or "update" (a StringAttr).
     static constexpr ::llvm::StringLiteral kPhaseAttrName = "weft.phase";
     /// On a `shard.send` or `shard.recv` of a pipeline: the message's tag,
-    /// unique per value and pair of ranks (an IntegerAttr).
+    /// unique per value and pair of ranks (an IntegerAttr). A value of the
+    /// micro-batch loop is sent once per micro-batch under one tag, and
+    /// the messages of a tag meet in micro-batch order.
     static constexpr ::llvm::StringLiteral kTagAttrName = "weft.tag";
+    /// On the `scf.index_switch` of a pipeline rank's schedule loop: how
+    /// many times each case runs per step (a DenseI64ArrayAttr).
+    static constexpr ::llvm::StringLiteral kCaseRunsAttrName =
+        "weft.case_runs";
     /// On a function split into pipeline stages: {stages, boundaries,
     /// tied} (a dictionary).
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "weft.pipeline";

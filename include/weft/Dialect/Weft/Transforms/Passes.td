@@ -343,21 +343,24 @@ def WeftOutlineMicrobatches
     returns what other functions and the update read (the next stage's
     activation, the stash its backward reads); a backward also takes each
     running sum of the loss and the gradients and returns it with this
-    micro-batch's part added. The step then calls the functions K times, in
-    micro-batch order, each call marked with its stage, phase and
-    micro-batch (`weft-pipeline-cut` orders them by a schedule); the sums
-    start from zero, and the update reads the last micro-batch's. So the
-    step's size, and the compile time, no longer grows with K.
+    micro-batch's part added. The step becomes an `scf.for` over the K
+    micro-batches whose iteration slices the inputs at its index and calls
+    the functions, each call marked with its stage and phase
+    (`weft-pipeline-cut` reorders them by a schedule). The loop carries the
+    sums, each from zeros in a buffer of its own, and a backward's result
+    is written over the sum it read (`bufferization.materialize_in_destination`),
+    so the loop keeps its buffers; the update reads the loop's results. So
+    the step's size, and the compile time, do not depend on K.
 
     `recompute` trades compute for the stash: `full` recomputes a stage's
     forward in its backward, which then keeps only the forward's inputs;
     `selective` recomputes the elementwise ops and views (not contractions,
     reductions, normalizations, attention, lookups or collectives).
 
-    Example: with K = 4 and two stages, `train_step` calls
-    `train_step_stage0_forward`, `train_step_stage1_forward`,
-    `train_step_stage1_backward` and `train_step_stage0_backward` four
-    times, then updates the parameters.
+    Example: with K = 4 and two stages, `train_step` loops four times over
+    calls of `train_step_stage0_forward`, `train_step_stage1_forward`,
+    `train_step_stage1_backward` and `train_step_stage0_backward`, then
+    updates the parameters.
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"main\"",
@@ -365,7 +368,11 @@ def WeftOutlineMicrobatches
     Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
            "none, selective or full">
   ];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
 }
 
 def WeftOutlineLayers : Pass<"weft-outline-layers", "::mlir::ModuleOp"> {
@@ -397,28 +404,34 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
   let summary = "Keep one pipeline rank's part of a training step, with "
                 "send/recv between ranks";
   let description = [{
-    Input: `function` (default `main`), a training step derived with
-    `mark-phases` (every op names its micro-batch and phase) whose
-    micro-batches are calls (`weft-outline-microbatches`; each call is one
-    op of a micro-batch and phase), split by `weft-split-stages` into
-    p·v stages, in a module whose mesh has a `pp` axis of size p (it may
-    be partitioned over the other axes already). Stage s runs on pp rank
-    s mod p as its chunk s / p.
+    Input: `function` (default `main`), a training step outlined by
+    `weft-outline-microbatches` (a loop over the micro-batches calling each
+    stage's forward and backward, then the update), split by
+    `weft-split-stages` into p·v stages, in a module whose mesh has a `pp`
+    axis of size p (it may be partitioned over the other axes already).
+    Stage s runs on pp rank s mod p as its chunk s / p.
 
-    For pp rank `rank` the pass keeps the ops of its stages and orders
-    them as its instruction list (`schedule`, `microbatches`,
-    `virtual-stages`; see PipelineSchedule.h): the forward ops of a chunk
-    and micro-batch form one instruction, its backward ops another, the
-    gradient norm and the optimizer update come last. Ops that read only
-    arguments and constants (input slices, weight casts, ZeRO-3 gathers)
-    run first on every rank that needs them.
-
-    A value used on another rank travels as `shard.send` on the `pp` axis
-    right after it is computed and `shard.recv` right before its first use
-    there, both tagged `weft.tag` (unique per message); scalars travel as
-    [1]. Before rewriting, the pass runs every rank's sends (buffered) and
-    receives (blocking) against each other and fails, naming the value,
-    if one would wait forever.
+    For pp rank `rank` the step's loop becomes a loop over the rank's
+    instruction list (`schedule`, `microbatches`, `virtual-stages`; see
+    PipelineSchedule.h), kept as two constant tables (the case and the
+    micro-batch of each instruction): an `scf.index_switch` runs the call
+    of the instruction's chunk and phase (`weft.case_runs` counts each
+    case's instructions). A call's result read by a call of another rank is
+    sent right after it (`shard.send` on the `pp` axis) and received by the
+    reader that runs first there (`shard.recv`); one read by a later
+    instruction of the same rank waits in a stash with one slot per
+    micro-batch in flight (micro-batch k in slot k mod slots; the slots are
+    counted from the schedule). Each message has one tag (`weft.tag`), the
+    same for every micro-batch: every chunk runs its micro-batches in
+    order, so a tag's messages meet in order; scalars travel as [1]. The
+    update follows the loop, each op on its stage's rank, with a send after
+    each value another rank reads and a receive before its first use there.
+    Sources (constants, the parameters' views, ZeRO-3 gathers) run on every
+    rank that needs them, the input slices inside the cases that read them.
+    Before rewriting, the pass runs every rank's messages (sends buffered,
+    receives blocking) and fails, naming the value and micro-batch, if one
+    would wait forever. The program's size does not depend on the
+    micro-batch count.
 
     The rank returns its parameters' new values (a parameter read on two
     ranks, a tied embedding, is returned by both), the optimizer state it
@@ -428,9 +441,9 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
     microbatch)` starts each instruction (kind 0 forward, 1 backward, 2
     optimizer).
 
-    Example: with p = 2 and m = 2 under 1f1b, rank 0 runs F0 F1 B0 B1 and
-    sends its last layer's output of each micro-batch to rank 1, which
-    sends the gradient back.
+    Example: with p = 2 and m = 2 under 1f1b, rank 0 walks the table
+    F0 F1 B0 B1, sends its last layer's output of each micro-batch to rank
+    1 and receives the gradient back, holding two micro-batches' stash.
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"main\"",
@@ -447,7 +460,7 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::shard::ShardDialect", "::mlir::arith::ArithDialect",
     "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::scf::SCFDialect", "::mlir::bufferization::BufferizationDialect"
   ];
 }
 
