@@ -7,11 +7,11 @@ APT_PACKAGES = cmake ninja-build ccache g++ python3 python3-pip \
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler \
   libgtest-dev libomp-22-dev mpich libmpich-dev libopenblas-dev \
-  python3-torch
+  python3-torch clang-format-14
 PIP_PACKAGES = onnx numpy onnxruntime lit safetensors
 DEMO_DIR = $(BUILD)/demo
 
-.PHONY: all deps build check check-lit check-unit check-onnx-node check-conformance demo docs clean
+.PHONY: all deps build check check-lit check-unit check-onnx-node check-conformance check-format demo docs clean
 
 all: build
 
@@ -50,7 +50,11 @@ check-conformance: build
 
 # Every suite runs even when one before it fails; each prints its summary,
 # then one line says which failed and how long it all took.
-CHECK_SUITES = check-unit check-lit check-onnx-node check-conformance
+# C++ lines changed by the last commit (and the working tree) are formatted.
+check-format: deps
+	utils/check_format.sh
+
+CHECK_SUITES = check-format check-unit check-lit check-onnx-node check-conformance
 
 check: build
 	@start=$$(date +%s); failed=""; \
