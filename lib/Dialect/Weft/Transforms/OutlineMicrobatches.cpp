@@ -366,15 +366,14 @@ struct WeftOutlineMicrobatchesPass
     }
 
     // The step: a loop over the micro-batches whose iteration slices the
-    // inputs and calls the round, carrying the running sums; then the
-    // update, which reads the last iteration's sums.
+    // inputs and calls the round, then the update. The loop carries the
+    // running sums and what else the update reads of a micro-batch (with
+    // one micro-batch, its gradients), the last iteration's. Each starts in
+    // a buffer of its own: sums of one shape would otherwise start from one
+    // constant.
     OpBuilder b(ret);
     Location loc = step.getLoc();
     Builder attrs(ctx);
-    // The loop carries the running sums and what else the update reads of
-    // a micro-batch (with one micro-batch, its gradients), the last
-    // iteration's. Each starts in a buffer of its own: sums of one shape
-    // would otherwise start from one constant.
     SmallVector<Value> carried, inits;
     for (auto [part, sum] : sumOfPart) {
       Value zero = createSplat(b, sum.getLoc(), tensorTypeOf(sum), 0.0);
