@@ -190,8 +190,11 @@ describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
     };
     report.kind = op->getName().stripDialect().str();
     report.bytesIn = bytesOf(input);
+    // A pipeline message moves whole between two ranks.
+    bool pointToPoint = report.kind == "send" || report.kind == "recv";
     report.bytesMovedPerRank =
-        report.kind == "all_reduce"   ? 2 * bytesOf(input) * (parts - 1) / parts
+        pointToPoint                  ? bytesOf(input)
+        : report.kind == "all_reduce" ? 2 * bytesOf(input) * (parts - 1) / parts
         : report.kind == "all_gather" ? bytesOf(result) * (parts - 1) / parts
                                       : bytesOf(input) * (parts - 1) / parts;
     llvm::raw_string_ostream(report.inputType) << input;

@@ -109,12 +109,14 @@ struct CollectiveReport {
   std::string axes; // mesh axis names, comma-separated
   std::string inputType, resultType;
   int64_t bytesIn = 0;
-  /// Bytes a rank sends for it with ring algorithms.
+  /// Bytes a rank sends for it with ring algorithms (a pipeline's send
+  /// and receive: the whole message).
   int64_t bytesMovedPerRank = 0;
   std::string location; // the ONNX node, when known
   /// Runs per call of the program: the calls of the function holding it
-  /// and of their callers (an outlined stage per micro-batch, a layer per
-  /// call of its stage).
+  /// and of their callers, and the loops around them (a stage once per
+  /// micro-batch, a layer per call of its stage, a pipeline message once
+  /// per micro-batch).
   int64_t runs = 1;
 };
 
