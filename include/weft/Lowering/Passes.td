@@ -50,10 +50,16 @@ def WeftRecompute : Pass<"weft-recompute", "::mlir::ModuleOp"> {
 def WeftPlanBuffers : Pass<"weft-plan-buffers", "::mlir::ModuleOp"> {
   let summary = "Place temporary buffers in one arena by liveness";
   let description = [{
-    Every statically shaped `memref.alloc` in a function's entry block gets
-    an offset in a single arena, allocated once per call: buffers whose live
-    ranges (from the allocation to the last use of it or of a view of it)
-    do not overlap share memory. Offsets are chosen greedily, largest
+    Every statically shaped `memref.alloc` of a function gets an offset in
+    a single arena, allocated once per call: buffers whose live ranges do
+    not overlap share memory. A range runs, in the ops of the entry block,
+    from the allocation to the last use of the buffer, of a view of it, or
+    of the results of a loop or branch it flows into (a loop may return
+    the buffer it carries). A buffer allocated inside a loop or a case
+    lives as long as the entry-block op that holds it (each iteration
+    reuses its place); one yielded out of the region it is allocated in
+    (an iteration's buffer read by the next) is left to the allocator, as
+    is one a function returns. Offsets are chosen greedily, largest
     buffer first, at the lowest 64-byte aligned offset free for its whole
     live range. The deallocations of planned buffers are dropped; the arena
     is freed before each return. The module attribute `weft.memory_plan`
