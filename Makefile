@@ -35,7 +35,7 @@ check-unit: build
 	$(BUILD)/bin/WeftUnitTests
 
 # The generated docs are built first: a lit test checks docs/generated/.
-DOC_TARGETS = WeftOpsDocGen WeftPassesDocGen WeftConversionPassesDocGen \
+DOC_TARGETS = WeftOpsDocGen WeftInterfacesDocGen WeftPassesDocGen WeftConversionPassesDocGen \
   WeftLoweringPassesDocGen WeftCPUPassesDocGen
 
 check-lit: build
@@ -98,7 +98,8 @@ demo: build
 docs: build
 	ninja -C $(BUILD) $(DOC_TARGETS)
 	mkdir -p docs/generated
-	cp $(BUILD)/docs/Dialects/WeftOps.md $(BUILD)/docs/WeftPasses.md \
+	cp $(BUILD)/docs/Dialects/WeftOps.md $(BUILD)/docs/Dialects/WeftInterfaces.md \
+	  $(BUILD)/docs/WeftPasses.md \
 	  $(BUILD)/docs/WeftConversionPasses.md $(BUILD)/docs/WeftLoweringPasses.md \
 	  $(BUILD)/docs/WeftCPUPasses.md docs/generated/
 

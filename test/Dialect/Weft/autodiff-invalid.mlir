@@ -1,9 +1,19 @@
 // RUN: weft-opt %s -split-input-file -verify-diagnostics --weft-autodiff="function=loss"
 
-func.func @loss(%a: tensor<4xf32> {weft.param = "a"}) -> tensor<f32> {
-  // expected-error @+1 {{autodiff: no gradient rule for 'weft.reduce_max'}}
-  %0 = weft.reduce_max %a <{axes = array<i64: 0>}> : tensor<4xf32>
-  return %0 : tensor<f32>
+func.func @loss(%x: tensor<1x2x5xf32> {weft.param = "x"}, %w: tensor<3x2x2xf32> {weft.param = "w"}) -> tensor<f32> {
+  // expected-error @+1 {{autodiff: weft.conv has no gradient rule: its input's adjoint is a transposed convolution, which weft has no op for}}
+  %0 = weft.conv %x, %w <{strides = array<i64: 1>, pads = array<i64: 0, 0>, dilations = array<i64: 1>, group = 1}> : tensor<1x2x5xf32>, tensor<3x2x2xf32>
+  %1 = weft.reduce_sum %0 <{axes = array<i64: 0, 1, 2>}> : tensor<1x3x4xf32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+func.func @loss(%a: tensor<4x6xf32> {weft.param = "a"}) -> tensor<f32> {
+  // expected-error @+1 {{autodiff: weft.slice with a stride other than 1 has no gradient rule}}
+  %0 = weft.slice %a <{offsets = array<i64: 0, 0>, sizes = array<i64: 4, 3>, strides = array<i64: 1, 2>}> : tensor<4x6xf32>
+  %1 = weft.reduce_sum %0 <{axes = array<i64: 0, 1>}> : tensor<4x3xf32>
+  return %1 : tensor<f32>
 }
 
 // -----

@@ -15,6 +15,7 @@
 using namespace mlir;
 using namespace weft;
 
+#include "weft/Dialect/Weft/IR/WeftInterfaces.cpp.inc"
 #include "weft/Dialect/Weft/IR/WeftOpsDialect.cpp.inc"
 
 void WeftDialect::initialize() {

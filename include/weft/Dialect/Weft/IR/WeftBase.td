@@ -10,6 +10,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
+include "weft/Dialect/Weft/IR/WeftInterfaces.td"
 
 def Weft_Dialect : Dialect {
   let name = "weft";
@@ -114,7 +115,12 @@ def Weft_BoolTensor : RankedTensorOf<[I1]>;
 def Weft_NumericTensor : RankedTensorOf<[F16, BF16, F32, F64, I32, I64]>;
 def Weft_Tensor : RankedTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>;
 
+// Every op states its sharding rule, gradient and reference semantics: an
+// op without one of them does not link.
 class Weft_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Weft_Dialect, mnemonic, traits>;
+    : Op<Weft_Dialect, mnemonic, !listconcat(traits, [
+          DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>,
+          DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+          DeclareOpInterfaceMethods<Weft_EvaluableOpInterface>])>;
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTBASE_TD

@@ -13,6 +13,13 @@ inline mlir::RankedTensorType tensorTypeOf(mlir::Value value) {
   return llvm::cast<mlir::RankedTensorType>(value.getType());
 }
 
+/// Whether `value` is a ranked tensor of floats: the values autodiff
+/// carries adjoints for.
+inline bool isFloatTensor(mlir::Value value) {
+  auto type = llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
+  return type && llvm::isa<mlir::FloatType>(type.getElementType());
+}
+
 /// A `weft.constant` of `type` with every element `value` (converted to the
 /// element type, float or integer).
 mlir::Value createSplat(mlir::OpBuilder &builder, mlir::Location loc,

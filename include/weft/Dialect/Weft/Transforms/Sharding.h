@@ -1,16 +1,20 @@
-//===- Sharding.h - Meshes, shardings and per-op sharding rules -*- C++ -*-===//
+//===- Sharding.h - Meshes, shardings and annotations ----------*- C++ -*-===//
 //
 // The SPMD vocabulary is upstream's `shard` dialect: a `shard.grid` is the
 // device mesh, `shard.sharding`/`shard.shard` annotate values, and the
 // partitioner emits `shard.all_reduce`, `shard.all_gather`, ... . This header
 // holds what Weft adds on top: named mesh axes, shardings with a pending-sum
-// (partial) state and interleaved (blocked) dims, and factor-based sharding
-// rules for every weft op, shared by propagation and partitioning.
+// (partial) state and interleaved (blocked) dims. Each weft op states its
+// factor-based sharding rule itself (ShardingRuleOpInterface,
+// Dialect/Weft/IR/ShardingRules.cpp); propagation and partitioning read it
+// through getShardingRule.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef WEFT_DIALECT_WEFT_TRANSFORMS_SHARDING_H
 #define WEFT_DIALECT_WEFT_TRANSFORMS_SHARDING_H
+
+#include "weft/Dialect/Weft/IR/ShardingRule.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -118,44 +122,12 @@ mlir::shard::ShardingOp createShardingOp(mlir::OpBuilder &builder,
                                          const TensorSharding &sharding,
                                          const Mesh &mesh);
 
-/// What may happen to a factor (a loop dimension of an op) on the mesh.
-enum class FactorKind {
-  /// Splitting it splits every tensor it appears in.
-  Parallel,
-  /// It appears in operands only; splitting it leaves each rank with a
-  /// partial sum of the result.
-  Reduction,
-  /// It must stay whole on every rank (a softmax axis, normalized dims, a
-  /// sliced dim...).
-  Whole,
-};
-
-/// Shardy-style sharding rule: each tensor dim of an op maps to a factor
-/// (or to none, for a broadcast dim of size 1). Tensors that share a
-/// factor must split it the same way.
-struct OpShardingRule {
-  llvm::SmallVector<FactorKind> kinds;
-  /// [operand][dim] and [result][dim] -> factor, or -1.
-  llvm::SmallVector<llvm::SmallVector<int64_t>> operandFactors;
-  llvm::SmallVector<llvm::SmallVector<int64_t>> resultFactors;
-  /// [operand][dim] -> how many interleaved blocks the factor is in that
-  /// dim (a split's operand holds its equal parts as blocks).
-  llvm::SmallVector<llvm::SmallVector<int64_t>> operandBlocks;
-  /// The same for the results (a concat of equal parts makes blocks).
-  llvm::SmallVector<llvm::SmallVector<int64_t>> resultBlocks;
-
-  int64_t addFactor(FactorKind kind) {
-    kinds.push_back(kind);
-    return kinds.size() - 1;
-  }
-};
-
 /// Names a tensor for diagnostics: "parameter 'h.0.attn.c_attn.weight'",
 /// "input 'input_ids'", or "result 0 of 'weft.reshape'".
 std::string describeTensor(mlir::Value value);
 
-/// The sharding rule of `op`, or std::nullopt for an op Weft cannot
-/// partition (its operands and results stay replicated).
+/// The sharding rule of `op`, or std::nullopt for an op that states none
+/// (not a weft op): its operands and results stay replicated.
 std::optional<OpShardingRule> getShardingRule(mlir::Operation *op);
 
 } // namespace weft
