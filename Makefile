@@ -36,7 +36,7 @@ check-unit: build
 
 # The generated docs are built first: a lit test checks docs/generated/.
 DOC_TARGETS = WeftOpsDocGen WeftInterfacesDocGen WeftPassesDocGen WeftConversionPassesDocGen \
-  WeftLoweringPassesDocGen WeftCPUPassesDocGen
+  WeftLoweringPassesDocGen WeftCPUPassesDocGen WeftCUDAPassesDocGen
 
 check-lit: build
 	ninja -C $(BUILD) $(DOC_TARGETS)
@@ -101,7 +101,8 @@ docs: build
 	cp $(BUILD)/docs/Dialects/WeftOps.md $(BUILD)/docs/Dialects/WeftInterfaces.md \
 	  $(BUILD)/docs/WeftPasses.md \
 	  $(BUILD)/docs/WeftConversionPasses.md $(BUILD)/docs/WeftLoweringPasses.md \
-	  $(BUILD)/docs/WeftCPUPasses.md docs/generated/
+	  $(BUILD)/docs/WeftCPUPasses.md $(BUILD)/docs/WeftCUDAPasses.md \
+	  docs/generated/
 
 clean:
 	rm -rf $(BUILD)

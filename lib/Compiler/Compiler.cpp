@@ -335,6 +335,10 @@ LogicalResult Compilation::checkOptions() {
                 o.target + "'");
   if (o.optLevel > 3)
     return fail("-O takes 0 to 3");
+  if (std::string why =
+          target->cannotCompile(!o.mesh.empty() || !o.plan.empty());
+      !why.empty())
+    return fail(why);
   if (!o.plan.empty()) {
     if (o.program != ProgramKind::Train)
       return fail("--plan chooses how a training step runs: add --train");

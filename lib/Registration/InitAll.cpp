@@ -9,11 +9,13 @@
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/Lowering/Passes.h"
 #include "weft/Target/CPU/CPUTarget.h"
+#include "weft/Target/CUDA/CUDATarget.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 #include <mutex>
 
@@ -24,6 +26,8 @@ void weft::registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   weft::registerShardBufferizationModels(registry);
+  // gpu-module-to-binary translates kernels to LLVM IR within a pass.
+  mlir::registerAllToLLVMIRTranslations(registry);
 }
 
 void weft::registerAllPasses() {
@@ -37,10 +41,12 @@ void weft::registerAllPasses() {
     weft::registerWeftConversionPasses();
     weft::registerWeftLoweringPasses();
     weft::registerCPUPipelines();
+    weft::registerCUDAPipelines();
   });
 }
 
-static const weft::Target *const allTargets[] = {&weft::cpuTarget()};
+static const weft::Target *const allTargets[] = {&weft::cpuTarget(),
+                                                 &weft::cudaTarget()};
 
 const weft::Target *weft::lookupTarget(llvm::StringRef name) {
   for (const Target *target : allTargets)

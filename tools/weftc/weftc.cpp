@@ -41,9 +41,11 @@ static cl::opt<EmitKind> emit(
         clEnumValN(EmitKind::Object, "obj", "object file (+ weights file)"),
         clEnumValN(EmitKind::Executable, "exe", "executable (+ weights file)")),
     cl::cat(category));
-static cl::opt<std::string> target("target",
-                                   cl::desc("The backend: cpu (default)"),
-                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("The backend: cpu (default), or cuda (one-rank programs, "
+                    "--emit=mlir|llvm|obj so far)"),
+           cl::init("cpu"), cl::cat(category));
 static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3"),
                                   cl::Prefix, cl::init(2), cl::cat(category));
 static cl::opt<bool> report("report",

@@ -1,8 +1,8 @@
 //===- Passes.td - Target-independent lowering passes ------*- tablegen -*-===//
 //
 // Passes of the lowering that every target runs: they work on linalg on
-// tensors (recomputation) or on bufferized memrefs (buffer planning) and
-// know nothing of the machine.
+// tensors (recomputation, elementwise fusion) or on bufferized memrefs
+// (buffer planning, strided copies) and know nothing of the machine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +79,42 @@ def WeftPlanBuffers : Pass<"weft-plan-buffers", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"
   ];
+}
+
+def WeftFuseElementwise : Pass<"weft-fuse-elementwise"> {
+  let summary = "Fuse elementwise linalg ops, keeping GEMMs intact";
+  let description = [{
+    Upstream elementwise fusion of a producer into its only user, except
+    that nothing is fused into a multiply-accumulate contraction: those
+    stay plain so that a target can hand them to its GEMM library
+    (`weft-contractions-to-blas` on the CPU).
+    A producer with several users stays a kernel of its own: fused into
+    each it would be recomputed per user, and a training step's backward
+    reads most forward values several times, so fusing them all repeats
+    work at run time and grows the kernels LLVM compiles.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def WeftStridedCopiesToLoops : Pass<"weft-strided-copies-to-loops"> {
+  let summary = "Turn copies of strided buffers into linalg copies";
+  let description = [{
+    A `memref.copy` between buffers that are not both contiguous would
+    become a call to MLIR's generic `memrefCopy`, which walks the elements
+    one at a time through their descriptors (slices of parameters and
+    optimizer state under ZeRO spend a tenth of a step there). This pass
+    rewrites it into `linalg.copy`, which each target lowers like any other
+    elementwise op (parallel, vectorizable loops on the CPU, a kernel on a
+    GPU). Copies between contiguous buffers stay `memref.copy` (one
+    `memcpy`).
+
+    ```mlir
+    // memref.copy %a, %b : memref<4x8xf32, strided<[16, 1]>> to memref<4x8xf32>
+    // becomes
+    linalg.copy ins(%a : memref<4x8xf32, strided<[16, 1]>>) outs(%b : memref<4x8xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
 #endif // WEFT_LOWERING_PASSES

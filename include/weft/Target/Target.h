@@ -10,6 +10,8 @@
 #ifndef WEFT_TARGET_TARGET_H
 #define WEFT_TARGET_TARGET_H
 
+#include "weft/Lowering/Pipeline.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -18,21 +20,14 @@
 
 namespace weft {
 
-struct LoweringOptions {
-  /// 0 skips the tensor-level fusion of elementwise ops.
-  unsigned optLevel = 2;
-  /// Activation recomputation of a training step: none, selective or full
-  /// (see weft-recompute).
-  std::string recompute = "none";
-  /// The function recomputation applies to (its first result is the loss).
-  std::string lossFunction;
-};
-
 class Target {
 public:
   virtual ~Target() = default;
   /// What `weftc --target` calls it.
   virtual llvm::StringRef name() const = 0;
+  /// Why the target cannot compile a program (partitioned over a mesh or
+  /// not), or "" when it can.
+  virtual std::string cannotCompile(bool partitioned) const { return ""; }
   /// Adds the lowering of weft IR (after the weft-level passes and
   /// partitioning) to the LLVM dialect.
   virtual void buildLowering(mlir::OpPassManager &pm,

@@ -12,28 +12,10 @@ using namespace mlir;
 
 void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options) {
-  // A partitioned program's shard ops become runtime calls: coordinates and
-  // slices here, collectives in bufferization; the second run drops the mesh.
-  std::string pipeline = "convert-weft-to-linalg,convert-shard-to-weft-runtime,"
-                         "canonicalize,cse,";
-  if (options.optLevel > 0)
-    pipeline += "weft-fuse-elementwise,canonicalize,";
-  // After the last tensor-level CSE, which would merge the copies back.
-  if (options.recompute != "none")
-    pipeline += "weft-recompute{mode=" + options.recompute +
-                " loss-function=" + options.lossFunction + "},";
   // Allocations go through the runtime's caching allocator
   // (use-generic-functions), so repeated runs reuse their buffers.
-  // Results become out-params that the caller (the runtime) allocates;
-  // temporaries are freed by the ownership-based deallocation.
+  std::string pipeline = bufferizedLinalgPipeline(options);
   pipeline +=
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map},"
-      "convert-shard-to-weft-runtime,"
-      "buffer-results-to-out-params{modify-public-functions "
-      "hoist-static-allocs},"
-      "canonicalize,weft-plan-buffers{free-arena=false},"
-      "buffer-deallocation-pipeline,canonicalize,"
       "weft-contractions-to-blas,weft-strided-copies-to-loops,"
       // Parallel dims become OpenMP work-sharing loops; reductions stay
       // sequential inside them.

@@ -7,6 +7,7 @@
 #include "weft/runtime/Contract.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -216,6 +217,8 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   registerOpenMPDialectTranslation(*module.getContext());
+  // A CUDA program's kernels are gpu.binary ops launched by gpu ops.
+  registerGPUDialectTranslation(*module.getContext());
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "weft_model");
   if (!llvmModule) {

@@ -5,20 +5,6 @@
 
 include "mlir/Pass/PassBase.td"
 
-def WeftFuseElementwise : Pass<"weft-fuse-elementwise"> {
-  let summary = "Fuse elementwise linalg ops, keeping GEMMs intact";
-  let description = [{
-    Upstream elementwise fusion of a producer into its only user, except
-    that nothing is fused into a multiply-accumulate contraction: those
-    stay plain so that `weft-contractions-to-blas` can hand them to BLAS.
-    A producer with several users stays a kernel of its own: fused into
-    each it would be recomputed per user, and a training step's backward
-    reads most forward values several times, so fusing them all repeats
-    work at run time and grows the kernels LLVM compiles.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
-}
-
 def WeftExpandBf16Conversions : Pass<"weft-expand-bf16-conversions"> {
   let summary = "Expand f32 <-> bf16 conversions into integer arithmetic";
   let description = [{
@@ -35,26 +21,6 @@ def WeftExpandBf16Conversions : Pass<"weft-expand-bf16-conversions"> {
     ```
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
-}
-
-def WeftStridedCopiesToLoops : Pass<"weft-strided-copies-to-loops"> {
-  let summary = "Turn copies of strided buffers into linalg copies";
-  let description = [{
-    A `memref.copy` between buffers that are not both contiguous would
-    become a call to MLIR's generic `memrefCopy`, which walks the elements
-    one at a time through their descriptors (slices of parameters and
-    optimizer state under ZeRO spend a tenth of a step there). This pass
-    rewrites it into `linalg.copy`, which the CPU pipeline lowers to
-    parallel, vectorizable loops like any other elementwise op. Copies
-    between contiguous buffers stay `memref.copy` (a `memcpy`).
-
-    ```mlir
-    // memref.copy %a, %b : memref<4x8xf32, strided<[16, 1]>> to memref<4x8xf32>
-    // becomes
-    linalg.copy ins(%a : memref<4x8xf32, strided<[16, 1]>>) outs(%b : memref<4x8xf32>)
-    ```
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
 def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {

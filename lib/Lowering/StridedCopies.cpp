@@ -1,6 +1,6 @@
 //===- StridedCopies.cpp - Copies of strided buffers as loops -------------===//
 
-#include "weft/Target/CPU/Passes.h"
+#include "weft/Lowering/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -9,7 +9,7 @@
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTSTRIDEDCOPIESTOLOOPS
-#include "weft/Target/CPU/Passes.h.inc"
+#include "weft/Lowering/Passes.h.inc"
 } // namespace weft
 
 using namespace mlir;

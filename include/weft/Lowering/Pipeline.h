@@ -1,0 +1,29 @@
+//===- Pipeline.h - The lowering every target starts with -------*- C++ -*-===//
+
+#ifndef WEFT_LOWERING_PIPELINE_H
+#define WEFT_LOWERING_PIPELINE_H
+
+#include <string>
+
+namespace weft {
+
+struct LoweringOptions {
+  /// 0 skips the tensor-level fusion of elementwise ops.
+  unsigned optLevel = 2;
+  /// Activation recomputation of a training step: none, selective or full
+  /// (see weft-recompute).
+  std::string recompute = "none";
+  /// The function recomputation applies to (its first result is the loss).
+  std::string lossFunction;
+};
+
+/// The first part of every target's lowering, as pass pipeline text ending
+/// in a comma: weft to linalg on tensors (a partitioned program's shard ops
+/// to runtime calls), elementwise fusion and recomputation, bufferization
+/// with results as out-params, the buffer plan and deallocation. What
+/// follows works on loops over memrefs.
+std::string bufferizedLinalgPipeline(const LoweringOptions &options);
+
+} // namespace weft
+
+#endif // WEFT_LOWERING_PIPELINE_H

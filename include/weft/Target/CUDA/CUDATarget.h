@@ -1,0 +1,47 @@
+//===- CUDATarget.h - Compile weft IR to CUDA kernels -----------*- C++ -*-===//
+//
+// The CUDA implementation of the target seam (weft/Target/Target.h): every
+// loop nest a kernel, NVVM to PTX to cubins embedded in the host object,
+// launched through the `mgpu*` entry points of the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TARGET_CUDA_CUDATARGET_H
+#define WEFT_TARGET_CUDA_CUDATARGET_H
+
+#include "weft/Target/Target.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+
+namespace weft {
+
+/// The GPUs a CUDA executable carries kernels for, in the order the
+/// runtime tries them: Hopper (H100, H200) first, then Ampere (A100).
+constexpr const char *kCudaChips[] = {"sm_90", "sm_80"};
+/// The PTX version the kernels are written in: sm_90 needs PTX 8.0.
+constexpr const char *kCudaPtxFeatures = "+ptx80";
+
+/// The CUDA toolkit whose ptxas assembles the kernels and whose libdevice
+/// they link: $CUDA_HOME, else the one found when Weft was built.
+std::string cudaToolkitPath();
+
+/// Adds the lowering of weft IR (after the weft-level passes) to the LLVM
+/// dialect with GPU kernels: linalg, bufferization, loops, one kernel per
+/// loop nest (weft-gpu-launch-loops), device memory
+/// (weft-gpu-device-memory), NVVM, and the cubins of `format` ("bin", or
+/// "isa" for PTX text) for every chip of kCudaChips.
+void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
+                              const LoweringOptions &options,
+                              llvm::StringRef format = "bin");
+
+/// Registers the CUDA passes and `weft-lower-to-nvvm` for weft-opt.
+void registerCUDAPipelines();
+
+/// The CUDA target.
+const Target &cudaTarget();
+
+} // namespace weft
+
+#endif // WEFT_TARGET_CUDA_CUDATARGET_H

@@ -1,0 +1,23 @@
+//===- Passes.h - CUDA backend passes ---------------------------*- C++ -*-===//
+
+#ifndef WEFT_TARGET_CUDA_PASSES_H
+#define WEFT_TARGET_CUDA_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+
+namespace weft {
+
+#define GEN_PASS_DECL
+#include "weft/Target/CUDA/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "weft/Target/CUDA/Passes.h.inc"
+
+} // namespace weft
+
+#endif // WEFT_TARGET_CUDA_PASSES_H

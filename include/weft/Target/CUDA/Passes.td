@@ -1,0 +1,85 @@
+//===- Passes.td - CUDA backend passes ---------------------*- tablegen -*-===//
+
+#ifndef WEFT_TARGET_CUDA_PASSES_TD
+#define WEFT_TARGET_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def WeftGpuLaunchLoops : Pass<"weft-gpu-launch-loops", "::mlir::func::FuncOp"> {
+  let summary = "Run each loop nest of host code as a GPU kernel";
+  let description = [{
+    After bufferization every computation of a host function is a loop
+    nest over memrefs. Each becomes a `gpu.launch`:
+
+    - an `scf.parallel` (no reductions) runs one iteration per thread: its
+      iteration space is linearized, blocks of `threads-per-block` threads
+      cover it, and each thread recovers its indices by division (any rank,
+      dynamic bounds, no grid-dimension limits); threads past the end do
+      nothing, and an empty space launches nothing;
+    - any other nest that touches memory (a sequential `scf.for`, a store)
+      runs on one thread.
+
+    A loop that calls functions (the micro-batch loop, a pipeline's schedule
+    loop) is control flow: it stays on the host and its body is searched in
+    turn. A value that host code reads from memory cannot move to the
+    device; the pass fails at such a read.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c128) step (%c1, %c1) {
+      ...
+    }
+    // becomes
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c32, ...) threads(%tx, %ty, %tz) in (%sx = %c256, ...) {
+      // %id = %bx * 256 + %tx; %i = %id / 128, %j = %id mod 128 when %id < 8192
+      gpu.terminator
+    }
+    ```
+  }];
+  let options = [
+    Option<"threadsPerBlock", "threads-per-block", "int64_t",
+           /*default=*/"256", "Threads of each block of a parallel loop">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def WeftGpuDeviceMemory : Pass<"weft-gpu-device-memory", "::mlir::ModuleOp"> {
+  let summary = "Put the buffers of host code in device memory";
+  let description = [{
+    Once the loops run as kernels (`weft-gpu-launch-loops`), what host code
+    still does with memory is allocate, free and copy it. This pass makes
+    each of those a device operation: `memref.alloc` becomes `gpu.alloc`,
+    `memref.dealloc` becomes `gpu.dealloc`, and a `memref.copy` between
+    contiguous buffers becomes `gpu.memcpy` (strided copies are kernels
+    already, `weft-strided-copies-to-loops`). A constant (`memref.get_global`)
+    read by a kernel is copied into a device buffer at the start of the
+    function and freed at its returns.
+
+    ```mlir
+    %a = memref.alloc() : memref<64xf32>
+    memref.copy %a, %b : memref<64xf32> to memref<64xf32>
+    // becomes
+    %a = gpu.alloc () : memref<64xf32>
+    gpu.memcpy %b, %a : memref<64xf32>, memref<64xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def WeftGpuKernelNames : Pass<"weft-gpu-kernel-names", "::mlir::ModuleOp"> {
+  let summary = "Give kernels names PTX accepts";
+  let description = [{
+    `gpu-kernel-outlining` names a kernel after its function, and Weft's
+    functions are named after the model's layers (`main__h.0`). PTX
+    identifiers take letters, digits, `_` and `$` only: every other
+    character of a `gpu.module` or kernel name becomes `_` (a number is
+    added where that makes two names equal), and the launches follow.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+#endif // WEFT_TARGET_CUDA_PASSES_TD

@@ -1,0 +1,100 @@
+//===- LowerToNVVM.cpp - weft IR to the LLVM dialect with GPU kernels -----===//
+
+#include "weft/Target/CUDA/CUDATarget.h"
+#include "weft/Target/CUDA/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+std::string weft::cudaToolkitPath() {
+  // The toolkit weftc was built with, unless CUDA_HOME names another.
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    return home;
+  return WEFT_CUDA_TOOLKIT_DIR;
+}
+
+void weft::buildLowerToNVVMPipeline(OpPassManager &pm,
+                                    const LoweringOptions &options,
+                                    llvm::StringRef format) {
+  std::string pipeline = bufferizedLinalgPipeline(options);
+  pipeline +=
+      "weft-strided-copies-to-loops,"
+      "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
+      "weft-gpu-launch-loops),"
+      "weft-gpu-device-memory,"
+      "gpu-kernel-outlining,weft-gpu-kernel-names,func.func(gpu-async-region),";
+  // Each nvvm-attach-target adds one chip; the binary holds a cubin per chip.
+  for (const char *chip : kCudaChips)
+    pipeline += std::string("nvvm-attach-target{chip=") + chip +
+                " features=" + kCudaPtxFeatures + " O=3},";
+  pipeline +=
+      "lower-affine,expand-strided-metadata,lower-affine,"
+      "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,"
+      "reconcile-unrealized-casts),"
+      "convert-scf-to-cf,gpu-to-llvm,"
+      "finalize-memref-to-llvm{use-generic-functions},"
+      "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+      "convert-func-to-llvm,"
+      "gpu-module-to-binary{format=" +
+      format.str() + " toolkit=" + cudaToolkitPath() +
+      "},"
+      "canonicalize,reconcile-unrealized-casts";
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (failed(parsePassPipeline(pipeline, pm, os)))
+    llvm::report_fatal_error(llvm::Twine("weft-lower-to-nvvm: ") + error);
+}
+
+namespace {
+struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What the kernels become: bin (cubins, assembled by "
+                     "ptxas) or isa (PTX text)"),
+      llvm::cl::init("bin")};
+};
+} // namespace
+
+void weft::registerCUDAPipelines() {
+  registerWeftCUDAPasses();
+  PassPipelineRegistration<LowerToNVVMOptions>(
+      "weft-lower-to-nvvm",
+      "Lower weft IR to the LLVM dialect with CUDA kernels (after the weft "
+      "passes)",
+      [](OpPassManager &pm, const LowerToNVVMOptions &options) {
+        buildLowerToNVVMPipeline(pm, LoweringOptions{}, options.format);
+      });
+}
+
+namespace {
+class CUDATarget final : public weft::Target {
+public:
+  llvm::StringRef name() const override { return "cuda"; }
+  std::string cannotCompile(bool partitioned) const override {
+    if (partitioned)
+      return "--target=cuda compiles one-rank programs so far: its "
+             "collectives (NCCL) are not built yet";
+    return "";
+  }
+  void buildLowering(OpPassManager &pm,
+                     const weft::LoweringOptions &options) const override {
+    weft::buildLowerToNVVMPipeline(pm, options);
+  }
+  bool link(llvm::ArrayRef<std::string>, llvm::StringRef, llvm::StringRef, bool,
+            std::string &error) const override {
+    error = "--target=cuda writes --emit=mlir, llvm or obj so far: the CUDA "
+            "runtime that runs its kernels is not built yet";
+    return false;
+  }
+};
+} // namespace
+
+const weft::Target &weft::cudaTarget() {
+  static const CUDATarget target;
+  return target;
+}

@@ -1,0 +1,127 @@
+// RUN: weft-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(weft-gpu-launch-loops{threads-per-block=128}))' | FileCheck %s
+
+// A parallel nest runs one iteration per thread: the iteration space is
+// linearized, covered by blocks of 128 threads, and each thread recovers its
+// indices last dim fastest; threads past the end do nothing.
+// CHECK-LABEL: func.func @parallel
+// CHECK:         arith.muli
+// CHECK:         [[TOTAL:%[0-9]+]] = arith.muli
+// CHECK-NEXT:    [[C128:%c128[_0-9]*]] = arith.constant 128 : index
+// CHECK-NEXT:    [[BLOCKS:%[0-9]+]] = arith.ceildivui [[TOTAL]], [[C128]]
+// CHECK:         [[ANY:%[0-9]+]] = arith.cmpi ugt, [[TOTAL]]
+// CHECK-NEXT:    scf.if [[ANY]] {
+// CHECK:           gpu.launch blocks([[BX:%[a-z0-9]+]], {{.*}}) in ({{%[a-z0-9]+}} = [[BLOCKS]], {{.*}}) threads([[TX:%[a-z0-9]+]], {{.*}}) in ({{%[a-z0-9]+}} = [[C128]],
+// CHECK-NEXT:        [[BASE:%[0-9]+]] = arith.muli [[BX]], [[C128]]
+// CHECK-NEXT:        [[ID:%[0-9]+]] = arith.addi [[BASE]], [[TX]]
+// CHECK-NEXT:        [[IN:%[0-9]+]] = arith.cmpi ult, [[ID]], [[TOTAL]]
+// CHECK-NEXT:        scf.if [[IN]] {
+// CHECK-NEXT:          arith.remui [[ID]]
+// CHECK:               arith.divui [[ID]]
+// CHECK:               memref.load
+// CHECK-NEXT:          math.exp
+// CHECK-NEXT:          memref.store
+// CHECK:             gpu.terminator
+// CHECK-NOT:     scf.parallel
+func.func @parallel(%a: memref<64x100xf32>, %b: memref<64x100xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c100 = arith.constant 100 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c100) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<64x100xf32>
+    %y = math.exp %x : f32
+    memref.store %y, %b[%i, %j] : memref<64x100xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A sequential nest (a full reduction) runs on one thread.
+// CHECK-LABEL: func.func @sequential
+// CHECK:         [[ONE:%c1_[0-9]+]] = arith.constant 1 : index
+// CHECK-NEXT:    gpu.launch blocks({{.*}}) in ({{%[a-z0-9]+}} = [[ONE]], {{%[a-z0-9]+}} = [[ONE]], {{%[a-z0-9]+}} = [[ONE]]) threads({{.*}}) in ({{%[a-z0-9]+}} = [[ONE]], {{%[a-z0-9]+}} = [[ONE]], {{%[a-z0-9]+}} = [[ONE]])
+// CHECK-NEXT:      scf.for
+// CHECK:           gpu.terminator
+func.func @sequential(%a: memref<100xf32>, %sum: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c100 = arith.constant 100 : index
+  scf.for %i = %c0 to %c100 step %c1 {
+    %x = memref.load %a[%i] : memref<100xf32>
+    %s = memref.load %sum[] : memref<f32>
+    %t = arith.addf %s, %x : f32
+    memref.store %t, %sum[] : memref<f32>
+  }
+  return
+}
+
+// -----
+
+// A loop that calls functions is the host's control flow (the micro-batch
+// loop): it stays, and the nests in its body become kernels.
+// CHECK-LABEL: func.func @host_loop
+// CHECK:         scf.for
+// CHECK-NEXT:      func.call @stage
+// CHECK:           gpu.launch
+// CHECK:             memref.store
+func.func private @stage(memref<8xf32>)
+func.func @host_loop(%a: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %m = %c0 to %c4 step %c1 {
+    func.call @stage(%a) : (memref<8xf32>) -> ()
+    scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+      memref.store %zero, %a[%i] : memref<8xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// -----
+
+// Buffer management stays on the host (weft-gpu-device-memory makes it
+// device calls), and so do ops that touch no memory.
+// CHECK-LABEL: func.func @buffers
+// CHECK-NOT:     gpu.launch
+// CHECK:         memref.alloc
+// CHECK:         memref.copy
+// CHECK:         memref.dealloc
+func.func @buffers(%a: memref<8xf32>) {
+  %b = memref.alloc() : memref<8xf32>
+  memref.copy %a, %b : memref<8xf32> to memref<8xf32>
+  memref.dealloc %b : memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @host_read(%a: memref<f32>) -> f32 {
+  %x = memref.load %a[] : memref<f32>
+  // expected-error @+1 {{weft-gpu-launch-loops: the host reads a value computed from device memory here; it cannot run in a kernel}}
+  return %x : f32
+}
+
+// -----
+
+// Scalar code (a rank-0 elementwise op) runs on one thread, the arithmetic
+// between its loads and stores with it; pure ops the host also reads stay.
+// CHECK-LABEL: func.func @scalar
+// CHECK:         %[[TWO:.*]] = arith.constant 2.0
+// CHECK:         gpu.launch
+// CHECK-NEXT:      %[[X:.*]] = memref.load %arg0[]
+// CHECK-NEXT:      %[[Y:.*]] = arith.mulf %[[X]], %[[TWO]]
+// CHECK-NEXT:      memref.store %[[Y]], %arg1[]
+// CHECK-NEXT:      gpu.terminator
+func.func @scalar(%a: memref<f32>, %b: memref<f32>) {
+  %two = arith.constant 2.0 : f32
+  %x = memref.load %a[] : memref<f32>
+  %y = arith.mulf %x, %two : f32
+  memref.store %y, %b[] : memref<f32>
+  return
+}
