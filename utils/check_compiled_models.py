@@ -25,6 +25,12 @@ RTOL, ATOL = 1e-4, 1e-5
 # 4e-5 (utils/check_model_numerics.py), so two correct float32
 # implementations may differ by twice that.
 ATOL_OVERRIDES = {"ortdata_gpt2_attention_block_past_pytorch15_opset11": 1e-4}
+# The CUDA target's GEMMs are still plain loops that add the K products in
+# order (until cuBLASLt takes them): on the same model that moves outputs of
+# magnitude 25 by up to 3.6e-4 (1.4e-5 relative) on fresh inputs.
+TARGET_ATOL_OVERRIDES = {
+    "cuda-emulation": {"ortdata_gpt2_attention_block_past_pytorch15_opset11": 5e-4}
+}
 
 
 def compare(actual, expected, atol=ATOL):
@@ -57,6 +63,9 @@ def main():
     parser.add_argument("--models", required=True, type=pathlib.Path)
     parser.add_argument("--weftc", required=True)
     parser.add_argument("--onnxruntime", action="store_true")
+    parser.add_argument("--target", default="cpu",
+                        help="weftc's --target (cuda-emulation runs the CUDA "
+                        "target's kernels on the CPU)")
     args = parser.parse_args()
     passed = failed = 0
     rng = np.random.default_rng(0)
@@ -70,7 +79,8 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             work = pathlib.Path(tmp)
             exe = work / "model"
-            cmd = [args.weftc, str(model_dir / "model.onnx"), "-o", str(exe)]
+            cmd = [args.weftc, str(model_dir / "model.onnx"), "-o", str(exe),
+                   f"--target={args.target}"]
             for binding in dim_bindings(model, [a.shape for a in inputs]):
                 cmd += ["--dim", binding]
             compile_ = subprocess.run(cmd, capture_output=True, text=True)
@@ -80,7 +90,8 @@ def main():
                     raise RuntimeError(compile_.stderr.strip())
                 actual = run_model([str(exe)], dict(zip(names, inputs)), outputs,
                                    work)
-                atol = ATOL_OVERRIDES.get(model_dir.name, ATOL)
+                atol = TARGET_ATOL_OVERRIDES.get(args.target, {}).get(
+                    model_dir.name, ATOL_OVERRIDES.get(model_dir.name, ATOL))
                 checks += [(f"{n} vs test data",) + compare(a, e, atol)
                            for n, a, e in zip(outputs, actual, expected)]
                 if args.onnxruntime:

@@ -45,8 +45,8 @@ void weft::registerAllPasses() {
   });
 }
 
-static const weft::Target *const allTargets[] = {&weft::cpuTarget(),
-                                                 &weft::cudaTarget()};
+static const weft::Target *const allTargets[] = {
+    &weft::cpuTarget(), &weft::cudaTarget(), &weft::cudaEmulationTarget()};
 
 const weft::Target *weft::lookupTarget(llvm::StringRef name) {
   for (const Target *target : allTargets)

@@ -154,8 +154,10 @@ TEST_F(CompilerTest, ErrorsComeOnceThroughTheCallbackAndLeaveNoFiles) {
   options.mesh = "tp=2";
   options.target = "tpu";
   EXPECT_FALSE(compileRecording(options));
-  EXPECT_EQ(errors, std::vector<std::string>{
-                        "--target must be one of cpu, cuda, not 'tpu'"});
+  EXPECT_EQ(
+      errors,
+      std::vector<std::string>{
+          "--target must be one of cpu, cuda, cuda-emulation, not 'tpu'"});
 
   options.target = "cpu";
   options.plan = "auto";

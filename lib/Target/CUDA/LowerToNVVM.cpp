@@ -1,5 +1,6 @@
 //===- LowerToNVVM.cpp - weft IR to the LLVM dialect with GPU kernels -----===//
 
+#include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/CUDA/CUDATarget.h"
 #include "weft/Target/CUDA/Passes.h"
 
@@ -18,16 +19,22 @@ std::string weft::cudaToolkitPath() {
   return WEFT_CUDA_TOOLKIT_DIR;
 }
 
+/// Everything up to the kernels as gpu.launch ops in host functions, with
+/// the host's buffers in device memory.
+static std::string kernelsPipeline(const weft::LoweringOptions &options) {
+  return weft::bufferizedLinalgPipeline(options) +
+         "weft-strided-copies-to-loops,"
+         "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
+         "weft-gpu-launch-loops),"
+         "weft-gpu-device-memory,";
+}
+
 void weft::buildLowerToNVVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options,
                                     llvm::StringRef format) {
-  std::string pipeline = bufferizedLinalgPipeline(options);
-  pipeline +=
-      "weft-strided-copies-to-loops,"
-      "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
-      "weft-gpu-launch-loops),"
-      "weft-gpu-device-memory,"
-      "gpu-kernel-outlining,weft-gpu-kernel-names,func.func(gpu-async-region),";
+  std::string pipeline = kernelsPipeline(options);
+  pipeline += "gpu-kernel-outlining,weft-gpu-kernel-names,"
+              "func.func(gpu-async-region),";
   // Each nvvm-attach-target adds one chip; the binary holds a cubin per chip.
   for (const char *chip : kCudaChips)
     pipeline += std::string("nvvm-attach-target{chip=") + chip +
@@ -59,6 +66,28 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init("bin")};
 };
 } // namespace
+
+void weft::buildEmulatedCUDAPipeline(OpPassManager &pm,
+                                     const LoweringOptions &options) {
+  // The kernels run as loops on the CPU; the host code is lowered as the
+  // CPU target's, without OpenMP.
+  std::string pipeline =
+      kernelsPipeline(options) +
+      "weft-gpu-emulate-launches,"
+      "lower-affine,expand-strided-metadata,lower-affine,"
+      "finalize-memref-to-llvm{use-generic-functions},"
+      "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
+      "func.func(arith-emulate-unsupported-floats{source-types=bf16 "
+      "target-type=f32}),"
+      "weft-expand-bf16-conversions,"
+      "convert-arith-to-llvm,convert-index-to-llvm,"
+      "finalize-memref-to-llvm{use-generic-functions},"
+      "convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (failed(parsePassPipeline(pipeline, pm, os)))
+    llvm::report_fatal_error(llvm::Twine("weft-emulate-cuda: ") + error);
+}
 
 void weft::registerCUDAPipelines() {
   registerWeftCUDAPasses();
@@ -92,9 +121,34 @@ public:
     return false;
   }
 };
+
+/// A test tool, not a GPU: the CUDA target's kernels run on the CPU
+/// (weft-gpu-emulate-launches) in an executable of the CPU runtime.
+class CUDAEmulationTarget final : public weft::Target {
+public:
+  llvm::StringRef name() const override { return "cuda-emulation"; }
+  std::string cannotCompile(bool partitioned) const override {
+    return weft::cudaTarget().cannotCompile(partitioned);
+  }
+  void buildLowering(OpPassManager &pm,
+                     const weft::LoweringOptions &options) const override {
+    weft::buildEmulatedCUDAPipeline(pm, options);
+  }
+  bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
+            llvm::StringRef runtimeDirectory, bool partitioned,
+            std::string &error) const override {
+    return weft::linkExecutable(objects, output, runtimeDirectory, partitioned,
+                                error);
+  }
+};
 } // namespace
 
 const weft::Target &weft::cudaTarget() {
   static const CUDATarget target;
+  return target;
+}
+
+const weft::Target &weft::cudaEmulationTarget() {
+  static const CUDAEmulationTarget target;
   return target;
 }

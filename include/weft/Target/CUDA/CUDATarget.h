@@ -36,11 +36,22 @@ void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
                               const LoweringOptions &options,
                               llvm::StringRef format = "bin");
 
+/// Test tool: the same lowering up to the kernels, which then run as loops
+/// on the CPU (weft-gpu-emulate-launches), with the CPU target's host code.
+void buildEmulatedCUDAPipeline(mlir::OpPassManager &pm,
+                               const LoweringOptions &options);
+
 /// Registers the CUDA passes and `weft-lower-to-nvvm` for weft-opt.
 void registerCUDAPipelines();
 
 /// The CUDA target.
 const Target &cudaTarget();
+
+/// `--target=cuda-emulation`, a test tool: the CUDA target's kernels run
+/// one thread at a time on the CPU, in an executable of the CPU runtime, so
+/// that they are checked against the CPU backend without a GPU. Never a
+/// GPU result.
+const Target &cudaEmulationTarget();
 
 } // namespace weft
 

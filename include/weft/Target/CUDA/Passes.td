@@ -82,4 +82,31 @@ def WeftGpuKernelNames : Pass<"weft-gpu-kernel-names", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def WeftGpuEmulateLaunches : Pass<"weft-gpu-emulate-launches", "::mlir::ModuleOp"> {
+  let summary = "Test tool: run the CUDA target's kernels on the CPU";
+  let description = [{
+    The CPU emulation of the CUDA target (`weftc --target=cuda-emulation`),
+    a test tool: what it runs is the kernels `weft-gpu-launch-loops` and
+    `weft-gpu-device-memory` made, before outlining, so that their launch
+    mapping (grid, guards, index recovery) and their memory traffic are
+    checked against the CPU backend without a GPU. Each `gpu.launch`
+    becomes loops over its blocks and, inside, its threads, one at a time;
+    `gpu.alloc`, `gpu.dealloc` and `gpu.memcpy` become host memory
+    operations. A kernel that synchronizes its threads (`gpu.barrier`,
+    shuffles, reductions across threads) cannot run one thread at a time
+    and is refused at the op. Results that pass here are never GPU results.
+
+    ```mlir
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, ...) threads(%tx, %ty, %tz) in (%sx = %c256, ...) {
+      ...
+    }
+    // becomes
+    scf.for %bz = %c0 to %c1 step %c1 { ... scf.for %tx = %c0 to %c256 step %c1 { ... } }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // WEFT_TARGET_CUDA_PASSES_TD
