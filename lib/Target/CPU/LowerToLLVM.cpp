@@ -10,6 +10,25 @@
 
 using namespace mlir;
 
+std::string weft::hostLoopsToLLVMPipeline(bool openMP) {
+  return std::string(
+             "func.func(math-extend-to-supported-types),weft-approximate-math,"
+             "lower-affine,expand-strided-metadata,lower-affine,"
+             "finalize-memref-to-llvm{use-generic-functions},"
+             "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
+             // No bf16 arithmetic or conversion is left for LLVM, which
+             // would call compiler-runtime functions that Debian 12's GCC
+             // lacks.
+             "func.func(arith-emulate-unsupported-floats{source-types=bf16 "
+             "target-type=f32}),"
+             "weft-expand-bf16-conversions,"
+             "convert-arith-to-llvm,convert-index-to-llvm,"
+             "finalize-memref-to-llvm{use-generic-functions},"
+             "convert-cf-to-llvm,convert-func-to-llvm,") +
+         (openMP ? "convert-openmp-to-llvm," : "") +
+         "reconcile-unrealized-casts";
+}
+
 void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options) {
   // Allocations go through the runtime's caching allocator
@@ -21,20 +40,8 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
       // sequential inside them.
       "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel),"
       "weft-serialize-inner-loop,"
-      "convert-scf-to-openmp,"
-      "func.func(math-extend-to-supported-types),weft-approximate-math,"
-      "lower-affine,expand-strided-metadata,lower-affine,"
-      "finalize-memref-to-llvm{use-generic-functions},"
-      "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
-      // No bf16 arithmetic or conversion is left for LLVM, which would call
-      // compiler-runtime functions that Debian 12's GCC lacks.
-      "func.func(arith-emulate-unsupported-floats{source-types=bf16 "
-      "target-type=f32}),"
-      "weft-expand-bf16-conversions,"
-      "convert-arith-to-llvm,convert-index-to-llvm,"
-      "finalize-memref-to-llvm{use-generic-functions},"
-      "convert-cf-to-llvm,convert-func-to-llvm,convert-openmp-to-llvm,"
-      "reconcile-unrealized-casts";
+      "convert-scf-to-openmp," +
+      hostLoopsToLLVMPipeline(/*openMP=*/true);
   std::string error;
   llvm::raw_string_ostream os(error);
   if (failed(parsePassPipeline(pipeline, pm, os)))

@@ -70,19 +70,10 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 void weft::buildEmulatedCUDAPipeline(OpPassManager &pm,
                                      const LoweringOptions &options) {
   // The kernels run as loops on the CPU; the host code is lowered as the
-  // CPU target's, without OpenMP.
-  std::string pipeline =
-      kernelsPipeline(options) +
-      "weft-gpu-emulate-launches,"
-      "lower-affine,expand-strided-metadata,lower-affine,"
-      "finalize-memref-to-llvm{use-generic-functions},"
-      "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
-      "func.func(arith-emulate-unsupported-floats{source-types=bf16 "
-      "target-type=f32}),"
-      "weft-expand-bf16-conversions,"
-      "convert-arith-to-llvm,convert-index-to-llvm,"
-      "finalize-memref-to-llvm{use-generic-functions},"
-      "convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
+  // CPU target's, one thread at a time.
+  std::string pipeline = kernelsPipeline(options) +
+                         "weft-gpu-emulate-launches," +
+                         hostLoopsToLLVMPipeline(/*openMP=*/false);
   std::string error;
   llvm::raw_string_ostream os(error);
   if (failed(parsePassPipeline(pipeline, pm, os)))

@@ -21,6 +21,11 @@ namespace weft {
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,
                               const LoweringOptions &options);
 
+/// The end of the CPU lowering, as pass pipeline text: loops on memrefs
+/// (with `openMP`, their OpenMP regions too) to the LLVM dialect, with
+/// polynomial math and bf16 emulated in f32.
+std::string hostLoopsToLLVMPipeline(bool openMP);
+
 /// Registers `weft-lower-to-llvm` for weft-opt.
 void registerCPUPipelines();
 
