@@ -2,11 +2,14 @@
 
 #include "weft/Compiler/FrontEnd.h"
 
+#include "weft/Dialect/Weft/IR/WeftBuilders.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/InitAllDialects.h"
 #include "weft/Target/ONNX/ImportONNX.h"
 #include "weft/Target/Synthetic/SyntheticModel.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -14,6 +17,7 @@
 #include "llvm/ADT/StringRef.h"
 
 using namespace mlir;
+using namespace weft;
 
 std::string weft::formatDiagnostic(Diagnostic &diagnostic) {
   std::string message = diagnostic.str();
@@ -24,6 +28,47 @@ std::string weft::formatDiagnostic(Diagnostic &diagnostic) {
   llvm::raw_string_ostream os(where);
   diagnostic.getLocation().print(os);
   return message + " (at " + where + ")";
+}
+
+/// Marks each integer input whose values reach a gather's indices (through
+/// reshapes and integer casts) with the smallest gathered dim they index,
+/// so that the runner can refuse a value that would read past the table.
+static void markIndexBounds(ModuleOp module) {
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (function.isExternal())
+      continue;
+    for (BlockArgument arg : function.getArguments()) {
+      auto type = llvm::dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || !llvm::isa<IntegerType>(type.getElementType()) ||
+          !function.getArgAttr(arg.getArgNumber(), WeftDialect::kInputAttrName))
+        continue;
+      int64_t bound = 0;
+      SmallVector<Value> worklist{arg};
+      while (!worklist.empty()) {
+        Value value = worklist.pop_back_val();
+        for (OpOperand &use : value.getUses()) {
+          Operation *user = use.getOwner();
+          if (auto gather = dyn_cast<GatherOp>(user)) {
+            if (use.getOperandNumber() != 1)
+              continue;
+            int64_t size =
+                tensorTypeOf(gather.getData())
+                    .getDimSize(static_cast<int64_t>(gather.getAxis()));
+            bound = bound ? std::min(bound, size) : size;
+          } else if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp>(user) ||
+                     (isa<CastOp>(user) &&
+                      llvm::isa<IntegerType>(
+                          tensorTypeOf(user->getResult(0)).getElementType()))) {
+            worklist.push_back(user->getResult(0));
+          }
+        }
+      }
+      if (bound > 0)
+        function.setArgAttr(
+            arg.getArgNumber(), WeftDialect::kIndexBoundAttrName,
+            IntegerAttr::get(IntegerType::get(module.getContext(), 64), bound));
+    }
+  }
 }
 
 OwningOpRef<ModuleOp> weft::loadModel(const std::string &path,
@@ -55,6 +100,7 @@ OwningOpRef<ModuleOp> weft::loadModel(const std::string &path,
   }
   if (!module)
     return failed(firstError);
+  markIndexBounds(*module);
   if (fuseIdioms) {
     PassManager fuse(context);
     buildFuseIdiomsPipeline(fuse);

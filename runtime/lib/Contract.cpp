@@ -122,6 +122,8 @@ std::string Manifest::toJson() const {
     if (b.role == WEFT_PARAM)
       json += ", \"weights_offset\": " + std::to_string(b.weightsOffset) +
               ", \"shard_stride\": " + std::to_string(b.shardStride);
+    if (b.indexBound > 0)
+      json += ", \"index_bound\": " + std::to_string(b.indexBound);
     json += "}";
   }
   return json + "]}\n";
@@ -233,6 +235,12 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
       }
       b.weightsOffset = uint64_t(offset);
       b.shardStride = uint64_t(stride);
+    }
+    if (item.get("index_bound") &&
+        (!read.integer(item, "index_bound", b.indexBound) || b.indexBound < 1 ||
+         b.role != WEFT_INPUT)) {
+      read.fail("buffer '" + b.name + "' has a bad 'index_bound'");
+      return std::nullopt;
     }
     manifest.buffers.push_back(std::move(b));
   }

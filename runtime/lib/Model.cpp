@@ -103,6 +103,7 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
     for (int64_t d : buffer->shape)
       count *= d;
     info.bytes = count * weft_dtype_size(info.dtype);
+    info.index_bound = entry.indexBound;
     buffer->offset = entry.weightsOffset;
     buffer->shardStride = entry.shardStride;
     model->buffers.push_back(std::move(buffer));

@@ -16,7 +16,7 @@ Manifest trainingManifest() {
   manifest.training =
       ManifestTraining{"adamw", 0.9, 0.95, 50257, 1.5e15, "input \"ids\""};
   manifest.buffers.push_back(
-      {WEFT_INPUT, "input_ids", WEFT_I64, {8, 128}, "0,-", 0, 0});
+      {WEFT_INPUT, "input_ids", WEFT_I64, {8, 128}, "0,-", 0, 0, 50257});
   manifest.buffers.push_back({WEFT_PARAM,
                               "h.0.attn.c_attn.weight",
                               WEFT_F32,
@@ -53,6 +53,7 @@ TEST(ContractTest, ManifestRoundTripsThroughJson) {
     EXPECT_EQ(a.sharding, b.sharding);
     EXPECT_EQ(a.weightsOffset, b.weightsOffset);
     EXPECT_EQ(a.shardStride, b.shardStride);
+    EXPECT_EQ(a.indexBound, b.indexBound);
   }
   // The writer is deterministic: the weights header's hash depends on it.
   EXPECT_EQ(read->toJson(), written.toJson());
@@ -60,12 +61,12 @@ TEST(ContractTest, ManifestRoundTripsThroughJson) {
 
 TEST(ContractTest, AnotherVersionIsNamed) {
   std::string json = trainingManifest().toJson();
-  size_t at = json.find("\"version\": 3");
+  size_t at = json.find("\"version\": 4");
   ASSERT_NE(at, std::string::npos);
-  json.replace(at, 12, "\"version\": 2");
+  json.replace(at, 12, "\"version\": 3");
   std::string error;
   EXPECT_FALSE(Manifest::parse(json, error));
-  EXPECT_EQ(error, "is version 2 and this runtime reads version 3: compile "
+  EXPECT_EQ(error, "is version 3 and this runtime reads version 4: compile "
                    "the model with this Weft");
 
   EXPECT_FALSE(
@@ -79,9 +80,14 @@ TEST(ContractTest, MalformedManifestsSayWhat) {
     EXPECT_FALSE(Manifest::parse(json, error)) << json;
     return error;
   };
-  std::string head = "{\"format\": \"weft-manifest\", \"version\": 3, ";
+  std::string head = "{\"format\": \"weft-manifest\", \"version\": 4, ";
   EXPECT_EQ(parse(head + "\"mesh\": [], \"groups\": []}"),
             "is malformed: no 'buffers'");
+  EXPECT_EQ(parse(head + "\"mesh\": [], \"groups\": [], \"buffers\": "
+                         "[{\"role\": \"input\", \"name\": \"ids\", \"dtype\": "
+                         "\"i64\", \"shape\": [2], \"sharding\": \"-\", "
+                         "\"index_bound\": 0}]}"),
+            "is malformed: buffer 'ids' has a bad 'index_bound'");
   EXPECT_EQ(parse(head + "\"mesh\": [{\"name\": \"dp\", \"size\": 0}], "
                          "\"groups\": [], \"buffers\": []}"),
             "is malformed: mesh axis 'dp' has size 0");

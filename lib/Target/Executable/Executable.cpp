@@ -117,6 +117,9 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
       auto inputName =
           func.getArgAttrOfType<StringAttr>(i, WeftDialect::kInputAttrName);
       buffer.name = inputName ? inputName.str() : "arg" + std::to_string(i);
+      if (auto bound = func.getArgAttrOfType<IntegerAttr>(
+              i, WeftDialect::kIndexBoundAttrName))
+        buffer.indexBound = bound.getInt();
     }
     if (failed(place(buffer, func.getArgAttrDict(i))))
       return failure();
@@ -182,6 +185,7 @@ std::string buildManifest(func::FuncOp func,
     entry.sharding = b.spec;
     entry.weightsOffset = b.weightsOffset;
     entry.shardStride = b.shardStride;
+    entry.indexBound = b.indexBound;
     manifest.buffers.push_back(std::move(entry));
   }
   return manifest.toJson();

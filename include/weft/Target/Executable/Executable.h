@@ -43,6 +43,8 @@ struct EntryBuffer {
   /// between consecutive shards (each 64-byte aligned).
   uint64_t weightsOffset = 0;
   uint64_t shardStride = 0;
+  /// Inputs that index a table: the table's size (weft.index_bound), or 0.
+  int64_t indexBound = 0;
 
   uint64_t localBytes() const;
 };

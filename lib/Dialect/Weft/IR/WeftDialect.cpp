@@ -153,6 +153,12 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
                                 "argument";
     return success();
   }
+  if (name == kIndexBoundAttrName) {
+    auto bound = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bound || bound.getInt() < 1)
+      return op->emitError() << "'" << name << "' must be a positive integer";
+    return success();
+  }
   if (name != kParamAttrName && name != kInputAttrName &&
       name != kShardingAttrName && name != kStateAttrName)
     return op->emitError() << "unknown weft argument attribute '" << name

@@ -51,6 +51,9 @@ typedef struct weft_buffer_info {
   const int64_t *local_shape;
   size_t local_bytes;
   const char *sharding;
+  /* Inputs that index a table: the table's size (values must lie in
+   * [-index_bound, index_bound)); 0 for every other buffer. */
+  int64_t index_bound;
 } weft_buffer_info;
 
 typedef struct weft_model weft_model;

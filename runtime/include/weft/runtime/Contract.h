@@ -67,7 +67,7 @@ constexpr const char *kPipelineProgramsSymbol = "weft_pipeline_programs";
 //===----------------------------------------------------------------------===//
 
 /// Bumped whenever the schema changes: a runtime reads its own version only.
-constexpr int64_t kManifestVersion = 3;
+constexpr int64_t kManifestVersion = 4;
 
 /// One buffer of the entry function (arguments in order, then results).
 struct ManifestBuffer {
@@ -82,6 +82,10 @@ struct ManifestBuffer {
   /// between consecutive shards.
   uint64_t weightsOffset = 0;
   uint64_t shardStride = 0;
+  /// Inputs whose values index a table (a gather's indices): the table's
+  /// size, so that the runner refuses values outside [-size, size); 0 for
+  /// the others.
+  int64_t indexBound = 0;
 };
 
 /// What a training step's runner needs to know about it.
@@ -105,7 +109,7 @@ struct Manifest {
   std::optional<ManifestTraining> training;
   std::vector<ManifestBuffer> buffers;
 
-  /// The JSON text: {"format": "weft-manifest", "version": 3, "mesh": ...,
+  /// The JSON text: {"format": "weft-manifest", "version": 4, "mesh": ...,
   /// "groups": ..., "training": ..., "buffers": [...]} (docs/runtime.md).
   std::string toJson() const;
   /// Reads `json`. On failure `error` ends a one-line sentence whose

@@ -38,6 +38,11 @@ def Weft_Dialect : Dialect {
     /// IntegerAttr): the micro-batched inputs of a training step.
     static constexpr ::llvm::StringLiteral kBatchDimAttrName =
         "weft.batch_dim";
+    /// Argument attribute of an integer input whose values index a table (a
+    /// gather's indices): the size of the gathered dim (an IntegerAttr).
+    /// The runner refuses values outside [-size, size).
+    static constexpr ::llvm::StringLiteral kIndexBoundAttrName =
+        "weft.index_bound";
     /// Argument attribute naming optimizer state ("m:<param>", a StringAttr).
     static constexpr ::llvm::StringLiteral kStateAttrName = "weft.state";
     /// Function attribute of a training step: its optimizer and what the
