@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Compile every model of ../shared/models (inference) and the bundled GPT's
 training step with `weftc --target=cuda --emit=obj`. The CUDA lowering has
-ptxas assemble every kernel for each GPU the executable carries (sm_90 and
-sm_80, weft/Target/CUDA/CUDATarget.h), so a model passes when the object is
-written; the line also says how many kernels the object embeds. Needs no
+ptxas assemble every kernel for each chip of kCudaChips (sm_90 and sm_80,
+weft/Target/CUDA/CUDATarget.h; the object embeds the sm_90 cubins), so a
+model passes when the object is written; the line also says how many
+kernels the object embeds. Needs no
 GPU. Prints one line per program and a final `N passed, M failed`."""
 
 import argparse

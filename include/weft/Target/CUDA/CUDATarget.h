@@ -17,8 +17,10 @@
 
 namespace weft {
 
-/// The GPUs a CUDA executable carries kernels for, in the order the
-/// runtime tries them: Hopper (H100, H200) first, then Ampere (A100).
+/// The GPUs every kernel is assembled for: Hopper (H100, H200), then Ampere
+/// (A100). The host object embeds the first one's cubin only (upstream's
+/// #gpu.select_object picks one object); the others are assembled, so
+/// checked, but not carried yet.
 constexpr const char *kCudaChips[] = {"sm_90", "sm_80"};
 /// The PTX version the kernels are written in: sm_90 needs PTX 8.0.
 constexpr const char *kCudaPtxFeatures = "+ptx80";
