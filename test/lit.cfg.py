@@ -33,7 +33,29 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                   capture_output=True).returncode == 0:
     config.available_features.add("torch")
 
-llvm_config.with_system_environment(["HOME", "TMPDIR"])
+# A CUDA GPU, through its driver: the GPU tests (REQUIRES: cuda-device) run
+# only where there is one, and say why they do not elsewhere.
+def cuda_device_missing():
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "the CUDA driver (libcuda.so.1) cannot be loaded"
+    if cuda.cuInit(0) != 0:
+        return "cuInit fails"
+    count = ctypes.c_int(0)
+    if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return "the CUDA driver sees no GPU"
+    return None
+
+cuda_missing = cuda_device_missing()
+if cuda_missing is None:
+    config.available_features.add("cuda-device")
+else:
+    lit_config.note("no CUDA device (%s): the GPU tests (REQUIRES: "
+                    "cuda-device) are UNSUPPORTED" % cuda_missing)
+
+llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.weft_tools_dir, config.llvm_tools_dir]

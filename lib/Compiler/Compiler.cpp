@@ -643,7 +643,8 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
   if (failed(described))
     return failure();
   std::vector<weft::EntryBuffer> buffers = std::move(*described);
-  std::string manifest = weft::buildManifest(main, buffers, meshOrNull);
+  std::string manifest =
+      weft::buildManifest(main, buffers, meshOrNull, target->device());
   weft::ProgramReport report =
       describeProgram(program, buffers, meshOrNull, weightsBytes);
   report.pipelineRank = pipelineRank;

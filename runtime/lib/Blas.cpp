@@ -10,6 +10,8 @@
 
 #include "weft/runtime/Blas.h"
 
+#include "StridedView.h"
+
 #include <algorithm>
 #include <cblas.h>
 #include <cstdint>
@@ -19,27 +21,10 @@
 #include <unistd.h>
 #include <vector>
 
+using weft::runtime::View;
+using weft::runtime::viewOf;
+
 namespace {
-
-struct View {
-  float *aligned;
-  int64_t offset;
-  const int64_t *sizes;
-  const int64_t *strides;
-};
-
-/// Reads the ranked descriptor behind an unranked memref argument:
-/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
-View viewOf(int64_t rank, void *descriptor) {
-  struct Header {
-    float *allocated;
-    float *aligned;
-    int64_t offset;
-  };
-  auto *header = static_cast<Header *>(descriptor);
-  auto *dims = reinterpret_cast<const int64_t *>(header + 1);
-  return {header->aligned, header->offset, dims, dims + rank};
-}
 
 /// How a matrix with strides (row, col) is handed to BLAS.
 bool blasLayout(int64_t rowStride, int64_t colStride, int64_t rows,

@@ -96,7 +96,8 @@ std::optional<weft_dtype> parseDtype(const std::string &name) {
 
 std::string Manifest::toJson() const {
   std::string json = "{\"format\": \"weft-manifest\", \"version\": " +
-                     std::to_string(kManifestVersion) + ",\n \"mesh\": [";
+                     std::to_string(kManifestVersion) +
+                     ",\n \"device\": " + jsonQuote(device) + ", \"mesh\": [";
   for (size_t i = 0; i < mesh.names.size(); ++i)
     json += std::string(i ? ", " : "") +
             "{\"name\": " + jsonQuote(mesh.names[i]) +
@@ -158,6 +159,14 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
   }
   Manifest manifest;
   const JsonValue *mesh, *buffers, *training;
+  if (!read.string(root, "device", manifest.device))
+    return std::nullopt;
+  if (manifest.device != kCpuDevice && manifest.device != kCudaDevice &&
+      manifest.device != kEmulatedCudaDevice) {
+    read.fail("its device is '" + manifest.device +
+              "', not cpu, cuda or cuda-emulation");
+    return std::nullopt;
+  }
   if (!read.member(root, "mesh", JsonValue::Kind::Array, mesh) ||
       !read.integers(root, "groups", manifest.groups) ||
       !read.member(root, "buffers", JsonValue::Kind::Array, buffers) ||

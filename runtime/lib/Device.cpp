@@ -1,6 +1,7 @@
-//===- Device.cpp - The CPU device ----------------------------------------===//
+//===- Device.cpp - The CPU device, and the device a manifest names -------===//
 
 #include "weft/runtime/Device.h"
+#include "weft/runtime/Contract.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -10,7 +11,8 @@ namespace {
 
 class CpuDevice final : public Device {
 public:
-  const char *name() const override { return "cpu"; }
+  const char *name() const override { return kCpuDevice; }
+  bool sharesHostMemory() const override { return true; }
   void *allocate(size_t bytes) override {
     // aligned_alloc needs a multiple of the alignment.
     size_t rounded = (bytes + 63) / 64 * 64;
@@ -30,6 +32,18 @@ public:
 
 std::unique_ptr<Device> createCpuDevice() {
   return std::make_unique<CpuDevice>();
+}
+
+std::unique_ptr<Device> createDevice(const std::string &kind,
+                                     std::string &error) {
+  if (kind == kCudaDevice)
+    return createCudaDevice(error);
+  if (kind == kEmulatedCudaDevice)
+    return createEmulatedCudaDevice();
+  if (kind == kCpuDevice)
+    return createCpuDevice();
+  error = "there is no device '" + kind + "'";
+  return nullptr;
 }
 
 } // namespace weft::runtime

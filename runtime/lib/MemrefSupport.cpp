@@ -66,7 +66,11 @@ extern "C" void memrefCopy(int64_t elementSize, UnrankedDescriptor *source,
 // finalize-memref-to-llvm{use-generic-functions} allocates through these.
 // Freed blocks are kept by size and handed out again, so a model run
 // repeatedly does not pay page faults for its temporaries after the first
-// run. A 64-byte header before each block records its size.
+// run. A 64-byte header before each block records its size. Under the CPU
+// emulation of a CUDA device these allocations are the device's
+// (gpu.alloc), recorded with their exact size.
+
+#include "DeviceAllocations.h"
 
 #include <cstdlib>
 #include <map>
@@ -97,22 +101,31 @@ void *allocateBlock(size_t bytes) {
   *static_cast<size_t *>(block) = rounded;
   return static_cast<char *>(block) + kHeader;
 }
+
+/// A block handed to compiled code.
+void *handOut(void *pointer, size_t bytes) {
+  if (pointer && weft::runtime::emulation::active())
+    weft::runtime::emulation::recordAllocation(pointer, bytes);
+  return pointer;
+}
 } // namespace
 
 extern "C" void *_mlir_memref_to_llvm_alloc(size_t bytes) {
-  return allocateBlock(bytes);
+  return handOut(allocateBlock(bytes), bytes);
 }
 
 extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
                                                     size_t bytes) {
   // Blocks are 64-byte aligned, enough for every alignment MLIR requests
   // on this target.
-  return alignment <= 64 ? allocateBlock(bytes) : nullptr;
+  return alignment <= 64 ? handOut(allocateBlock(bytes), bytes) : nullptr;
 }
 
 extern "C" void _mlir_memref_to_llvm_free(void *pointer) {
   if (!pointer)
     return;
+  if (weft::runtime::emulation::active())
+    weft::runtime::emulation::forgetAllocation(pointer);
   void *block = static_cast<char *>(pointer) - kHeader;
   std::lock_guard<std::mutex> lock(cacheMutex);
   freeBlocks().emplace(*static_cast<size_t *>(block), block);

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
@@ -39,8 +40,15 @@ struct Buffer {
   uint64_t offset = 0;         // params: offset of shard 0 in the weights file
   uint64_t shardStride = 0;    // params: bytes between shards
   const void *bound = nullptr; // inputs: caller's data
-  void *owned = nullptr;       // outputs: runtime memory
+  void *owned = nullptr;       // outputs, state: host memory of the runtime
+  void *device = nullptr;      // the entry's copy, on a device of its own
 };
+
+void *allocateHost(size_t bytes) {
+  // aligned_alloc needs a multiple of the alignment.
+  size_t rounded = (bytes + 63) / 64 * 64;
+  return std::aligned_alloc(64, rounded ? rounded : 64);
+}
 
 void setError(char *error, size_t size, const std::string &message) {
   if (error && size)
@@ -60,10 +68,12 @@ struct weft_model {
   int64_t vocab = 0;
   std::vector<int64_t> groups;
   int rank = -1;
-  std::unique_ptr<Device> device = weft::runtime::createCpuDevice();
+  std::unique_ptr<Device> device;
   void *weights = nullptr;
   size_t weightsSize = 0;
-  std::vector<void *> argv;
+  /// The buffers as the host sees them, and as the entry does: the same
+  /// pointers when the device shares the host's memory.
+  std::vector<void *> argv, deviceArgv;
 };
 
 extern "C" {
@@ -79,6 +89,13 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
     return nullptr;
   }
   uint64_t weightBytes = 0;
+  std::string deviceError;
+  model->device = weft::runtime::createDevice(parsed->device, deviceError);
+  if (!model->device) {
+    setError(error, errorSize,
+             "no " + parsed->device + " device: " + deviceError);
+    return nullptr;
+  }
   model->mesh = parsed->mesh;
   model->groups = parsed->groups;
   if (parsed->training) {
@@ -170,6 +187,21 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
     }
   }
   model->argv.assign(model->buffers.size(), nullptr);
+  model->deviceArgv.assign(model->buffers.size(), nullptr);
+  if (!model->device->sharesHostMemory())
+    for (size_t i = 0; i < model->buffers.size(); ++i) {
+      Buffer &buffer = *model->buffers[i];
+      model->deviceArgv[i] = buffer.device =
+          model->device->allocate(buffer.info.local_bytes);
+      if (!buffer.device) {
+        setError(error, errorSize,
+                 "cannot allocate " + std::to_string(buffer.info.local_bytes) +
+                     " bytes of " + model->device->name() +
+                     " memory for buffer '" + buffer.name + "'");
+        weft_model_close(model.release());
+        return nullptr;
+      }
+    }
   if (weft_model_set_rank(model.get(), 0, error, errorSize) != 0) {
     weft_model_close(model.release());
     return nullptr;
@@ -207,11 +239,9 @@ int weft_model_set_rank(weft_model *model, int rank, char *error,
       model->argv[i] = static_cast<char *>(model->weights) + buffer.offset +
                        shard * buffer.shardStride;
     } else if (buffer.info.role == WEFT_OUTPUT && !buffer.owned) {
-      model->argv[i] = buffer.owned =
-          model->device->allocate(buffer.info.local_bytes);
+      model->argv[i] = buffer.owned = allocateHost(buffer.info.local_bytes);
     } else if (buffer.info.role == WEFT_STATE && !buffer.owned) {
-      model->argv[i] = buffer.owned =
-          model->device->allocate(buffer.info.local_bytes);
+      model->argv[i] = buffer.owned = allocateHost(buffer.info.local_bytes);
       memset(buffer.owned, 0, buffer.info.local_bytes);
     }
   }
@@ -221,9 +251,11 @@ int weft_model_set_rank(weft_model *model, int rank, char *error,
 void weft_model_close(weft_model *model) {
   if (!model)
     return;
-  for (auto &buffer : model->buffers)
-    if (buffer->owned)
-      model->device->deallocate(buffer->owned);
+  for (auto &buffer : model->buffers) {
+    std::free(buffer->owned);
+    if (buffer->device)
+      model->device->deallocate(buffer->device);
+  }
   if (model->weights)
     munmap(model->weights, model->weightsSize);
   delete model;
@@ -292,7 +324,21 @@ double weft_model_run(weft_model *model, void (*entry)(void **), char *error,
       return -1;
     }
   auto start = std::chrono::steady_clock::now();
-  entry(model->argv.data());
+  if (model->device->sharesHostMemory()) {
+    entry(model->argv.data());
+  } else {
+    // The entry reads every buffer but the outputs, and writes those.
+    for (auto &buffer : model->buffers)
+      if (buffer->info.role != WEFT_OUTPUT)
+        model->device->copyFromHost(
+            buffer->device, model->argv[&buffer - model->buffers.data()],
+            buffer->info.local_bytes);
+    entry(model->deviceArgv.data());
+    for (auto &buffer : model->buffers)
+      if (buffer->info.role == WEFT_OUTPUT)
+        model->device->copyToHost(buffer->owned, buffer->device,
+                                  buffer->info.local_bytes);
+  }
   model->device->synchronize();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();

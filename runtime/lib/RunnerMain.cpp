@@ -11,12 +11,17 @@
 // them). Every rank reads the whole input and keeps its shard; the output
 // shards are gathered and rank 0 writes or prints them.
 //
+// An executable built for CUDA (weftc --target=cuda) on a machine without a
+// usable GPU exits with one line, "error: no CUDA device: <why>", and
+// status 69 (kExitNoCudaDevice).
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/Blas.h"
 #include "weft/runtime/CApi.h"
 #include "weft/runtime/Collectives.h"
 #include "weft/runtime/Contract.h"
+#include "weft/runtime/Device.h"
 #include "weft/runtime/ShardLayout.h"
 #include "weft/runtime/TensorFiles.h"
 #include "weft/runtime/Trainer.h"
@@ -288,6 +293,13 @@ int main(int argc, char **argv) {
   std::optional<Manifest> first = readManifest(manifest, manifestError);
   if (!first)
     return fail(manifestError);
+  if (first->device == kCudaDevice) {
+    std::string why;
+    if (!createCudaDevice(why)) {
+      fprintf(stderr, "error: no CUDA device: %s\n", why.c_str());
+      return kExitNoCudaDevice;
+    }
+  }
   MeshShape mesh = first->mesh;
   std::string worldError;
   std::unique_ptr<World> world = startWorld(argc, argv, mesh, worldError);

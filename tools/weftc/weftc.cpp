@@ -43,9 +43,9 @@ static cl::opt<EmitKind> emit(
     cl::cat(category));
 static cl::opt<std::string>
     target("target",
-           cl::desc("The backend: cpu (default); cuda (one-rank programs, "
-                    "--emit=mlir|llvm|obj so far); cuda-emulation (a test "
-                    "tool: the cuda target's kernels run on the CPU)"),
+           cl::desc("The backend: cpu (default); cuda (one-rank programs "
+                    "so far); cuda-emulation (a test tool: the cuda "
+                    "target's kernels run on the CPU, accesses checked)"),
            cl::init("cpu"), cl::cat(category));
 static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3"),
                                   cl::Prefix, cl::init(2), cl::cat(category));

@@ -10,6 +10,7 @@ namespace {
 
 Manifest trainingManifest() {
   Manifest manifest;
+  manifest.device = kEmulatedCudaDevice;
   manifest.mesh.names = {"dp", "tp"};
   manifest.mesh.sizes = {2, 2};
   manifest.groups = {1, 2};
@@ -34,6 +35,7 @@ TEST(ContractTest, ManifestRoundTripsThroughJson) {
   std::string error;
   std::optional<Manifest> read = Manifest::parse(written.toJson(), error);
   ASSERT_TRUE(read) << error;
+  EXPECT_EQ(read->device, "cuda-emulation");
   EXPECT_EQ(read->mesh.names, written.mesh.names);
   EXPECT_EQ(read->mesh.sizes, written.mesh.sizes);
   EXPECT_EQ(read->groups, written.groups);
@@ -61,12 +63,12 @@ TEST(ContractTest, ManifestRoundTripsThroughJson) {
 
 TEST(ContractTest, AnotherVersionIsNamed) {
   std::string json = trainingManifest().toJson();
-  size_t at = json.find("\"version\": 4");
+  size_t at = json.find("\"version\": 5");
   ASSERT_NE(at, std::string::npos);
   json.replace(at, 12, "\"version\": 3");
   std::string error;
   EXPECT_FALSE(Manifest::parse(json, error));
-  EXPECT_EQ(error, "is version 3 and this runtime reads version 4: compile "
+  EXPECT_EQ(error, "is version 3 and this runtime reads version 5: compile "
                    "the model with this Weft");
 
   EXPECT_FALSE(
@@ -80,7 +82,8 @@ TEST(ContractTest, MalformedManifestsSayWhat) {
     EXPECT_FALSE(Manifest::parse(json, error)) << json;
     return error;
   };
-  std::string head = "{\"format\": \"weft-manifest\", \"version\": 4, ";
+  std::string head = "{\"format\": \"weft-manifest\", \"version\": 5, "
+                     "\"device\": \"cpu\", ";
   EXPECT_EQ(parse(head + "\"mesh\": [], \"groups\": []}"),
             "is malformed: no 'buffers'");
   EXPECT_EQ(parse(head + "\"mesh\": [], \"groups\": [], \"buffers\": "
@@ -105,6 +108,11 @@ TEST(ContractTest, MalformedManifestsSayWhat) {
             "is malformed: no 'weights_offset'");
   EXPECT_EQ(parse(head + "\"mesh\": 3, \"groups\": [], \"buffers\": []}"),
             "is malformed: 'mesh' has the wrong type");
+  EXPECT_EQ(parse("{\"format\": \"weft-manifest\", \"version\": 5, "
+                  "\"device\": \"tpu\", \"mesh\": [], \"groups\": [], "
+                  "\"buffers\": []}"),
+            "is malformed: its device is 'tpu', not cpu, cuda or "
+            "cuda-emulation");
 }
 
 TEST(ContractTest, WeightsHeaderNamesItsManifest) {

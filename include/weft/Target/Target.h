@@ -25,6 +25,9 @@ public:
   virtual ~Target() = default;
   /// What `weftc --target` calls it.
   virtual llvm::StringRef name() const = 0;
+  /// What runs its executables' kernels: a device name of the manifest
+  /// (weft::runtime::kCpuDevice, ...).
+  virtual llvm::StringRef device() const = 0;
   /// Why the target cannot compile a program (partitioned over a mesh or
   /// not), or "" when it can.
   virtual std::string cannotCompile(bool partitioned) const { return ""; }

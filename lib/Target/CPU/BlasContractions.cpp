@@ -2,6 +2,7 @@
 
 #include "weft/Lowering/Contractions.h"
 #include "weft/Target/CPU/Passes.h"
+#include "weft/runtime/GemmLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -19,10 +20,11 @@ using namespace weft;
 
 namespace {
 
-/// A view of `memref` (indexed by `map`) with dims `loops`: each view dim's
-/// stride is that of the operand dim indexed by the loop, or 0 if absent.
-Value gemmView(OpBuilder &b, Location loc, Value memref, AffineMap map,
-               ArrayRef<unsigned> loops, ArrayRef<int64_t> loopSizes) {
+/// The type of a view of `memref` (indexed by `map`) with dims `loops`:
+/// each view dim's stride is that of the operand dim indexed by the loop,
+/// or 0 if absent.
+MemRefType gemmViewType(Value memref, AffineMap map, ArrayRef<unsigned> loops,
+                        ArrayRef<int64_t> loopSizes) {
   auto type = cast<MemRefType>(memref.getType());
   auto [strides, offset] = type.getStridesAndOffset();
   SmallVector<int64_t> viewSizes, viewStrides;
@@ -34,15 +36,36 @@ Value gemmView(OpBuilder &b, Location loc, Value memref, AffineMap map,
     viewSizes.push_back(loopSizes[loop]);
     viewStrides.push_back(stride);
   }
-  auto viewType = MemRefType::get(
+  return MemRefType::get(
       viewSizes, type.getElementType(),
-      StridedLayoutAttr::get(b.getContext(), offset, viewStrides));
+      StridedLayoutAttr::get(memref.getContext(), offset, viewStrides));
+}
+
+Value gemmView(OpBuilder &b, Location loc, Value memref, MemRefType viewType) {
+  auto [strides, offset] = viewType.getStridesAndOffset();
   return memref::ReinterpretCastOp::create(b, loc, viewType, memref, offset,
-                                           viewSizes, viewStrides);
+                                           viewType.getShape(), strides);
+}
+
+/// Whether a column-major GEMM library reads the matrix `view` (its last
+/// two dims).
+bool readsAsColumnMajor(MemRefType type) {
+  auto [strides, offset] = type.getStridesAndOffset();
+  int64_t rank = type.getRank();
+  return weft::runtime::columnMajorLayout(type.getDimSize(rank - 2),
+                                          type.getDimSize(rank - 1),
+                                          strides[rank - 2], strides[rank - 1])
+      .has_value();
 }
 
 struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
-  using OpRewritePattern::OpRewritePattern;
+  ContractionToBlas(MLIRContext *context, StringRef callee,
+                    bool requireUnitStrides)
+      : OpRewritePattern(context), callee(callee.str()),
+        requireUnitStrides(requireUnitStrides) {}
+  std::string callee;
+  bool requireUnitStrides;
+
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
     if (!op.hasPureBufferSemantics())
@@ -65,19 +88,28 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       l.push_back(col);
       return l;
     };
+    Value aOperand = op.getDpsInputs()[aIndex];
+    Value bOperand = op.getDpsInputs()[bIndex];
+    Value cOperand = op.getDpsInits()[0];
+    MemRefType aType = gemmViewType(aOperand, maps[aIndex],
+                                    loops(gemm->m, gemm->k), loopSizes);
+    MemRefType bType = gemmViewType(bOperand, maps[bIndex],
+                                    loops(gemm->k, gemm->n), loopSizes);
+    MemRefType cType =
+        gemmViewType(cOperand, maps[2], loops(gemm->m, gemm->n), loopSizes);
+    if (requireUnitStrides &&
+        !llvm::all_of(ArrayRef<MemRefType>{aType, bType, cType},
+                      readsAsColumnMajor))
+      return failure();
     Location loc = op.getLoc();
-    Value a = gemmView(rewriter, loc, op.getDpsInputs()[aIndex], maps[aIndex],
-                       loops(gemm->m, gemm->k), loopSizes);
-    Value b = gemmView(rewriter, loc, op.getDpsInputs()[bIndex], maps[bIndex],
-                       loops(gemm->k, gemm->n), loopSizes);
-    Value c = gemmView(rewriter, loc, op.getDpsInits()[0], maps[2],
-                       loops(gemm->m, gemm->n), loopSizes);
+    Value a = gemmView(rewriter, loc, aOperand, aType);
+    Value b = gemmView(rewriter, loc, bOperand, bType);
+    Value c = gemmView(rewriter, loc, cOperand, cType);
     auto unranked = UnrankedMemRefType::get(rewriter.getF32Type(), 0);
     SmallVector<Value> args;
     for (Value v : {a, b, c})
       args.push_back(memref::CastOp::create(rewriter, loc, unranked, v));
     auto module = op->getParentOfType<ModuleOp>();
-    constexpr StringLiteral callee = "weft_gemm_f32";
     if (!module.lookupSymbol(callee)) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
@@ -94,9 +126,10 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
 
 struct WeftContractionsToBlasPass
     : public weft::impl::WeftContractionsToBlasBase<WeftContractionsToBlasPass> {
+  using WeftContractionsToBlasBase::WeftContractionsToBlasBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<ContractionToBlas>(&getContext());
+    patterns.add<ContractionToBlas>(&getContext(), callee, requireUnitStrides);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -3,6 +3,7 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/CPU/Passes.h"
+#include "weft/runtime/Contract.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -62,6 +63,7 @@ namespace {
 class CPUTarget final : public weft::Target {
 public:
   llvm::StringRef name() const override { return "cpu"; }
+  llvm::StringRef device() const override { return weft::runtime::kCpuDevice; }
   void buildLowering(OpPassManager &pm,
                      const weft::LoweringOptions &options) const override {
     weft::buildLowerToLLVMPipeline(pm, options);

@@ -3,6 +3,7 @@
 #include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/CUDA/CUDATarget.h"
 #include "weft/Target/CUDA/Passes.h"
+#include "weft/runtime/Contract.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -20,9 +21,13 @@ std::string weft::cudaToolkitPath() {
 }
 
 /// Everything up to the kernels as gpu.launch ops in host functions, with
-/// the host's buffers in device memory.
-static std::string kernelsPipeline(const weft::LoweringOptions &options) {
+/// the host's buffers in device memory. Each GEMM whose operands cuBLAS
+/// reads becomes a host call of `gemm` (cuBLAS, or the emulation's).
+static std::string kernelsPipeline(const weft::LoweringOptions &options,
+                                   llvm::StringRef gemm) {
   return weft::bufferizedLinalgPipeline(options) +
+         "weft-contractions-to-blas{callee=" + gemm.str() +
+         " require-unit-strides=1},"
          "weft-strided-copies-to-loops,"
          "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
          "weft-gpu-launch-loops),"
@@ -32,7 +37,7 @@ static std::string kernelsPipeline(const weft::LoweringOptions &options) {
 void weft::buildLowerToNVVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options,
                                     llvm::StringRef format) {
-  std::string pipeline = kernelsPipeline(options);
+  std::string pipeline = kernelsPipeline(options, "weft_cuda_gemm_f32");
   pipeline += "gpu-kernel-outlining,weft-gpu-kernel-names,"
               "func.func(gpu-async-region),";
   // Each nvvm-attach-target adds one chip; the binary holds a cubin per chip.
@@ -67,13 +72,17 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 };
 } // namespace
 
+/// The kernels run as loops on the CPU, their device accesses checked; the
+/// host code is lowered as the CPU target's, one thread at a time.
+static std::string emulatedKernelsToLLVMPipeline() {
+  return "weft-gpu-emulate-launches," +
+         weft::hostLoopsToLLVMPipeline(/*openMP=*/false);
+}
+
 void weft::buildEmulatedCUDAPipeline(OpPassManager &pm,
                                      const LoweringOptions &options) {
-  // The kernels run as loops on the CPU; the host code is lowered as the
-  // CPU target's, one thread at a time.
-  std::string pipeline = kernelsPipeline(options) +
-                         "weft-gpu-emulate-launches," +
-                         hostLoopsToLLVMPipeline(/*openMP=*/false);
+  std::string pipeline = kernelsPipeline(options, "weft_emulated_gemm_f32") +
+                         emulatedKernelsToLLVMPipeline();
   std::string error;
   llvm::raw_string_ostream os(error);
   if (failed(parsePassPipeline(pipeline, pm, os)))
@@ -89,12 +98,24 @@ void weft::registerCUDAPipelines() {
       [](OpPassManager &pm, const LowerToNVVMOptions &options) {
         buildLowerToNVVMPipeline(pm, LoweringOptions{}, options.format);
       });
+  PassPipelineRegistration<>(
+      "weft-emulated-gpu-to-llvm",
+      "Test tool: lower host code with gpu.launch ops to the LLVM dialect, "
+      "the kernels run as checked loops on the CPU",
+      [](OpPassManager &pm) {
+        std::string error;
+        llvm::raw_string_ostream os(error);
+        if (failed(parsePassPipeline(emulatedKernelsToLLVMPipeline(), pm, os)))
+          llvm::report_fatal_error(llvm::Twine("weft-emulated-gpu-to-llvm: ") +
+                                   error);
+      });
 }
 
 namespace {
 class CUDATarget final : public weft::Target {
 public:
   llvm::StringRef name() const override { return "cuda"; }
+  llvm::StringRef device() const override { return weft::runtime::kCudaDevice; }
   std::string cannotCompile(bool partitioned) const override {
     if (partitioned)
       return "--target=cuda compiles one-rank programs so far: its "
@@ -105,11 +126,13 @@ public:
                      const weft::LoweringOptions &options) const override {
     weft::buildLowerToNVVMPipeline(pm, options);
   }
-  bool link(llvm::ArrayRef<std::string>, llvm::StringRef, llvm::StringRef, bool,
+  bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
+            llvm::StringRef runtimeDirectory, bool partitioned,
             std::string &error) const override {
-    error = "--target=cuda writes --emit=mlir, llvm or obj so far: the CUDA "
-            "runtime that runs its kernels is not built yet";
-    return false;
+    // The runtime's mgpu* functions run the kernels, over the CUDA driver
+    // it loads at run time.
+    return weft::linkExecutable(objects, output, runtimeDirectory, partitioned,
+                                error);
   }
 };
 
@@ -118,9 +141,11 @@ public:
 class CUDAEmulationTarget final : public weft::Target {
 public:
   llvm::StringRef name() const override { return "cuda-emulation"; }
-  std::string cannotCompile(bool partitioned) const override {
-    return weft::cudaTarget().cannotCompile(partitioned);
+  llvm::StringRef device() const override {
+    return weft::runtime::kEmulatedCudaDevice;
   }
+  // The CPU runtime's collectives serve a partitioned program.
+  std::string cannotCompile(bool) const override { return ""; }
   void buildLowering(OpPassManager &pm,
                      const weft::LoweringOptions &options) const override {
     weft::buildEmulatedCUDAPipeline(pm, options);

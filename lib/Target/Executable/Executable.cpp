@@ -147,8 +147,9 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
 
 std::string buildManifest(func::FuncOp func,
                           const std::vector<EntryBuffer> &buffers,
-                          const EntryMesh *mesh) {
+                          const EntryMesh *mesh, StringRef device) {
   runtime::Manifest manifest;
+  manifest.device = device.str();
   if (auto optimizer = func->getAttrOfType<DictionaryAttr>(
           WeftDialect::kOptimizerAttrName)) {
     auto number = [&](StringRef key) {

@@ -1,4 +1,5 @@
 // RUN: weft-opt %s -split-input-file -weft-contractions-to-blas | FileCheck %s
+// RUN: weft-opt %s -split-input-file -weft-contractions-to-blas="callee=weft_cuda_gemm_f32 require-unit-strides=1" | FileCheck %s --check-prefix=CUBLAS
 
 // A batched matmul whose rhs is broadcast over the batch: views with
 // stride 0 for the broadcast batch dim, then one call.
@@ -8,6 +9,11 @@
 // CHECK: %[[C:.*]] = memref.reinterpret_cast %arg2 to offset: [0], sizes: [4, 2, 5], strides: [10, 5, 1]
 // CHECK: call @weft_gemm_f32
 // CHECK-NOT: linalg.generic
+// The CUDA target's callee, for matrices cuBLAS reads (a broadcast batch
+// is a strided batch of stride 0).
+// CUBLAS-LABEL: func.func private @weft_cuda_gemm_f32
+// CUBLAS-LABEL: func.func @broadcast_rhs
+// CUBLAS: call @weft_cuda_gemm_f32
 #lhs = affine_map<(b, m, n, k) -> (b, m, k)>
 #rhs = affine_map<(b, m, n, k) -> (k, n)>
 #out = affine_map<(b, m, n, k) -> (b, m, n)>
@@ -77,6 +83,30 @@ func.func @double_precision(%x: memref<4x8xf64>, %w: memref<8x16xf64>, %y: memre
     %p = arith.mulf %a, %b : f64
     %s = arith.addf %acc, %p : f64
     linalg.yield %s : f64
+  }
+  return
+}
+
+// -----
+
+// A matrix with no contiguous dim (a's rows and columns are both strided,
+// [2, 3] with strides 6 and 2): BLAS gets it (its loop fallback), cuBLAS
+// cannot, so on the CUDA target it stays a loop nest, then a kernel.
+// CHECK-LABEL: func.func @no_unit_stride
+// CHECK: call @weft_gemm_f32
+// CUBLAS-LABEL: func.func @no_unit_stride
+// CUBLAS-NOT: call
+// CUBLAS: linalg.generic
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @no_unit_stride(%a: memref<2x3xf32, strided<[6, 2]>>, %b: memref<3x5xf32>, %c: memref<2x5xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x3xf32, strided<[6, 2]>>, memref<3x5xf32>) outs(%c : memref<2x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
   }
   return
 }

@@ -1,9 +1,16 @@
 // RUN: weft-opt %s -split-input-file -verify-diagnostics --weft-gpu-emulate-launches | FileCheck %s
 
 // A launch becomes loops over its blocks, then its threads (z outermost),
-// and device memory becomes host memory.
+// and device memory becomes host memory. Each store is checked first: the
+// runtime is given the buffer's base, the element's address (base +
+// (offset + index * stride) * 4 bytes), its size, that it writes, and the
+// kernel's name.
+// CHECK-LABEL: func.func private @weft_emulation_check_access(i64, i64, i64, i64, i64)
 // CHECK-LABEL: func.func @launch
 // CHECK:         %[[BUF:.*]] = memref.alloc() : memref<8xf32>
+// CHECK:         %[[NAMES:.*]] = memref.get_global @__weft_kernel_name_0 : memref<{{[0-9]+}}xi8>
+// CHECK:         %[[NAMEPTR:.*]] = memref.extract_aligned_pointer_as_index %[[NAMES]]
+// CHECK:         %[[NAME:.*]] = arith.index_cast %[[NAMEPTR]] : index to i64
 // CHECK:         scf.for %[[BZ:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:      scf.for %[[BY:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:        scf.for %[[BX:.*]] = %{{.*}} to %[[GX:.*]] step
@@ -12,10 +19,23 @@
 // CHECK-NEXT:              scf.for %[[TX:.*]] = %{{.*}} to %[[SX:.*]] step
 // CHECK-NEXT:                %[[BASE:.*]] = arith.muli %[[BX]], %[[SX]]
 // CHECK-NEXT:                %[[ID:.*]] = arith.addi %[[BASE]], %[[TX]]
+// CHECK-NEXT:                %{{.*}}, %[[OFFSET:.*]], %{{.*}}, %[[STRIDE:.*]] = memref.extract_strided_metadata %[[BUF]]
+// CHECK-NEXT:                %[[SCALED:.*]] = arith.muli %[[ID]], %[[STRIDE]]
+// CHECK-NEXT:                %[[ELEMENT:.*]] = arith.addi %[[OFFSET]], %[[SCALED]]
+// CHECK-NEXT:                %[[START:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
+// CHECK-NEXT:                %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK-NEXT:                %[[BYTES:.*]] = arith.muli %[[ELEMENT]], %[[FOUR]]
+// CHECK-NEXT:                %[[ADDRESS:.*]] = arith.addi %[[START]], %[[BYTES]]
+// CHECK-NEXT:                %[[WRITE:.*]] = arith.constant 1 : i64
+// CHECK-NEXT:                %[[START64:.*]] = arith.index_cast %[[START]]
+// CHECK-NEXT:                %[[ADDRESS64:.*]] = arith.index_cast %[[ADDRESS]]
+// CHECK-NEXT:                %[[SIZE64:.*]] = arith.index_cast %[[FOUR]]
+// CHECK-NEXT:                func.call @weft_emulation_check_access(%[[START64]], %[[ADDRESS64]], %[[SIZE64]], %[[WRITE]], %[[NAME]])
 // CHECK-NEXT:                memref.store %{{.*}}, %[[BUF]][%[[ID]]]
 // CHECK:         memref.copy %[[BUF]], %arg0
 // CHECK:         memref.dealloc %[[BUF]]
 // CHECK-NOT:     gpu.
+// CHECK:       memref.global "private" constant @__weft_kernel_name_0 : memref<{{[0-9]+}}xi8> = dense<[108, 97, 117, 110, 99, 104, 32, 35, 48, 32, 40
 func.func @launch(%out: memref<8xf32>) {
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -41,6 +61,46 @@ func.func @barrier() {
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     // expected-error @+1 {{weft-gpu-emulate-launches: this op synchronizes the threads of a block, which the emulation runs one at a time}}
     gpu.barrier
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A kernel's own stack buffer is not device memory: its accesses are not
+// checked; the device buffer's load is (is_write 0).
+// CHECK-LABEL: func.func @private_buffer
+// CHECK:         memref.alloca
+// CHECK-NOT:     func.call
+// CHECK:         memref.store %{{.*}}, %[[STACK:.*]][
+// CHECK-NOT:     func.call
+// CHECK:         memref.load %[[STACK]][
+// CHECK:         %[[READ:.*]] = arith.constant 0 : i64
+// CHECK:         func.call @weft_emulation_check_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[READ]], %{{.*}})
+// CHECK-NEXT:    memref.load %arg0[
+func.func @private_buffer(%in: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %stack = memref.alloca() : memref<1xf32>
+    memref.store %one, %stack[%c0] : memref<1xf32>
+    %a = memref.load %stack[%c0] : memref<1xf32>
+    %b = memref.load %in[%c0] : memref<4xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// An access the checks do not know how to see is refused, not run unchecked.
+func.func @unchecked_copy(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{weft-gpu-emulate-launches: cannot check the device memory accesses of this op}}
+    memref.copy %a, %b : memref<4xf32> to memref<4xf32>
     gpu.terminator
   }
   return

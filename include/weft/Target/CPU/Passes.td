@@ -32,7 +32,20 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     `weft_gemm_f32(a, b, c)` (`c += a * b`). Each operand is passed as a
     strided view of shape [batch..., rows, cols] built with
     `memref.reinterpret_cast`; a broadcast batch dim gets stride 0.
+
+    The CUDA target names its own `callee` (cuBLAS, or the emulation's
+    checked CPU BLAS) and sets `require-unit-strides`: a GEMM becomes a call
+    only when each operand's matrix has a contiguous dim
+    (weft::runtime::columnMajorLayout); the others stay loops, which become
+    kernels.
   }];
+  let options = [
+    Option<"callee", "callee", "std::string", /*default=*/"\"weft_gemm_f32\"",
+           "The runtime function each GEMM calls">,
+    Option<"requireUnitStrides", "require-unit-strides", "bool",
+           /*default=*/"false",
+           "Call only for operands a column-major GEMM library reads">
+  ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect"
   ];

@@ -83,7 +83,7 @@ def WeftGpuKernelNames : Pass<"weft-gpu-kernel-names", "::mlir::ModuleOp"> {
 }
 
 def WeftGpuEmulateLaunches : Pass<"weft-gpu-emulate-launches", "::mlir::ModuleOp"> {
-  let summary = "Test tool: run the CUDA target's kernels on the CPU";
+  let summary = "Test tool: run the CUDA target's kernels on the CPU, accesses checked";
   let description = [{
     The CPU emulation of the CUDA target (`weftc --target=cuda-emulation`),
     a test tool: what it runs is the kernels `weft-gpu-launch-loops` and
@@ -92,19 +92,38 @@ def WeftGpuEmulateLaunches : Pass<"weft-gpu-emulate-launches", "::mlir::ModuleOp
     checked against the CPU backend without a GPU. Each `gpu.launch`
     becomes loops over its blocks and, inside, its threads, one at a time;
     `gpu.alloc`, `gpu.dealloc` and `gpu.memcpy` become host memory
-    operations. A kernel that synchronizes its threads (`gpu.barrier`,
-    shuffles, reductions across threads) cannot run one thread at a time
-    and is refused at the op. Results that pass here are never GPU results.
+    operations (the runtime records the allocations as the device's).
+
+    With `check-accesses` (the default), each load and store of device
+    memory in a kernel first calls the runtime's
+    `weft_emulation_check_access(base, address, bytes, is_write, kernel)`,
+    which ends the run with one line naming the kernel when the address
+    lies outside the allocation the buffer starts in, or when the buffer is
+    in no device allocation (a host pointer, which a GPU cannot read). A
+    kernel's own stack buffers are not checked; an op that touches device
+    memory other than by a load, a store or an atomic is refused.
+
+    A kernel that synchronizes its threads (`gpu.barrier`, shuffles,
+    reductions across threads) cannot run one thread at a time and is
+    refused at the op. Results that pass here are never GPU results.
 
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, ...) threads(%tx, %ty, %tz) in (%sx = %c256, ...) {
-      ...
+      memref.store %v, %buf[%i] : memref<8xf32>
     }
     // becomes
-    scf.for %bz = %c0 to %c1 step %c1 { ... scf.for %tx = %c0 to %c256 step %c1 { ... } }
+    scf.for %bz = %c0 to %c1 step %c1 { ... scf.for %tx = %c0 to %c256 step %c1 {
+      func.call @weft_emulation_check_access(%base, %address, %c4, %c1, %name)
+      memref.store %v, %buf[%i] : memref<8xf32>
+    } }
     ```
   }];
+  let options = [
+    Option<"checkAccesses", "check-accesses", "bool", /*default=*/"true",
+           "Check every device memory access of a kernel at run time">
+  ];
   let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
   ];
 }

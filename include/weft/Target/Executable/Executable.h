@@ -70,11 +70,12 @@ mlir::FailureOr<std::vector<EntryBuffer>> describeEntry(mlir::func::FuncOp func,
 /// its collectives), or std::nullopt.
 std::optional<EntryMesh> describeMesh(mlir::ModuleOp module);
 
-/// The manifest the runtime reads (weft/runtime/Contract.h), as JSON. A
-/// training step also records its optimizer (`weft.optimizer` on `func`).
+/// The manifest the runtime reads (weft/runtime/Contract.h), as JSON, for
+/// an executable whose kernels run on `device`. A training step also
+/// records its optimizer (`weft.optimizer` on `func`).
 std::string buildManifest(mlir::func::FuncOp func,
                           const std::vector<EntryBuffer> &buffers,
-                          const EntryMesh *mesh);
+                          const EntryMesh *mesh, llvm::StringRef device);
 
 /// Translates the lowered module to LLVM IR, adds `weft_entry` (unpacking an
 /// array of buffer pointers into the memref arguments of `entryName`) and

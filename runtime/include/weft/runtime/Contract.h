@@ -67,7 +67,7 @@ constexpr const char *kPipelineProgramsSymbol = "weft_pipeline_programs";
 //===----------------------------------------------------------------------===//
 
 /// Bumped whenever the schema changes: a runtime reads its own version only.
-constexpr int64_t kManifestVersion = 4;
+constexpr int64_t kManifestVersion = 5;
 
 /// One buffer of the entry function (arguments in order, then results).
 struct ManifestBuffer {
@@ -101,7 +101,20 @@ struct ManifestTraining {
   std::string tokenInput;
 };
 
+/// What runs a program's kernels (the manifest's "device"): the CPU, a CUDA
+/// GPU, or the CPU emulation of one (weftc --target=cuda-emulation, a test
+/// tool).
+constexpr const char *kCpuDevice = "cpu";
+constexpr const char *kCudaDevice = "cuda";
+constexpr const char *kEmulatedCudaDevice = "cuda-emulation";
+
+/// The exit status of an executable built for a CUDA GPU on a machine that
+/// has none (EX_UNAVAILABLE), told apart from its other errors (1).
+constexpr int kExitNoCudaDevice = 69;
+
 struct Manifest {
+  /// kCpuDevice, kCudaDevice or kEmulatedCudaDevice.
+  std::string device = kCpuDevice;
   /// The device mesh of a partitioned model (empty: one rank) and the
   /// groups of mesh axes its collectives run over (bit a: axis a).
   MeshShape mesh;
@@ -109,7 +122,8 @@ struct Manifest {
   std::optional<ManifestTraining> training;
   std::vector<ManifestBuffer> buffers;
 
-  /// The JSON text: {"format": "weft-manifest", "version": 4, "mesh": ...,
+  /// The JSON text: {"format": "weft-manifest", "version": 5, "device":
+  /// ..., "mesh": ...,
   /// "groups": ..., "training": ..., "buffers": [...]} (docs/runtime.md).
   std::string toJson() const;
   /// Reads `json`. On failure `error` ends a one-line sentence whose

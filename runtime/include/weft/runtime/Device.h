@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace weft::runtime {
 
@@ -18,6 +19,9 @@ class Device {
 public:
   virtual ~Device() = default;
   virtual const char *name() const = 0;
+  /// Whether the host reads and writes the device's memory directly: then
+  /// the entry takes the host's buffers and nothing is copied.
+  virtual bool sharesHostMemory() const { return false; }
   /// Memory for `bytes` bytes aligned to at least 64 bytes, or null.
   virtual void *allocate(size_t bytes) = 0;
   virtual void deallocate(void *pointer) = 0;
@@ -29,6 +33,21 @@ public:
 
 /// Host memory; copies are memcpy and there is nothing to wait for.
 std::unique_ptr<Device> createCpuDevice();
+
+/// The first CUDA GPU of this machine, through the driver (libcuda.so.1,
+/// loaded when first asked for), or null with `error` saying why there is
+/// none ("libcuda.so.1 cannot be loaded", "cuInit: no CUDA-capable device is
+/// detected").
+std::unique_ptr<Device> createCudaDevice(std::string &error);
+
+/// A test tool (weftc --target=cuda-emulation): host memory standing for a
+/// GPU's, each allocation recorded so that every access of an emulated
+/// kernel is checked to fall inside the allocation it addresses.
+std::unique_ptr<Device> createEmulatedCudaDevice();
+
+/// The device a manifest names (kCpuDevice, ...), or null with `error`.
+std::unique_ptr<Device> createDevice(const std::string &kind,
+                                     std::string &error);
 
 } // namespace weft::runtime
 

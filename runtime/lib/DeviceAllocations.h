@@ -1,0 +1,32 @@
+//===- DeviceAllocations.h - The emulated device's memory -------*- C++ -*-===//
+//
+// Under the CPU emulation of a CUDA device (weftc --target=cuda-emulation)
+// the device's memory is host memory; this records which of it is device
+// memory, so that the emulated kernels' accesses are checked against it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_LIB_DEVICEALLOCATIONS_H
+#define WEFT_RUNTIME_LIB_DEVICEALLOCATIONS_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace weft::runtime::emulation {
+
+/// Whether this process emulates a CUDA device: then the compiled code's
+/// allocations (its gpu.alloc) are device memory.
+bool active();
+void recordAllocation(const void *begin, size_t bytes);
+void forgetAllocation(const void *begin);
+
+/// Ends the run with one line when `bytes` bytes at `address`, reached
+/// through a buffer whose data starts at `base`, are not all inside the
+/// device allocation holding `base` (or no allocation holds it: a host
+/// pointer); `who` names the kernel or library call.
+void checkAccess(uintptr_t base, uintptr_t address, int64_t bytes, bool isWrite,
+                 const char *who);
+
+} // namespace weft::runtime::emulation
+
+#endif // WEFT_RUNTIME_LIB_DEVICEALLOCATIONS_H

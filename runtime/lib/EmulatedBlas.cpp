@@ -1,0 +1,67 @@
+//===- EmulatedBlas.cpp - Test tool: the emulated device's cuBLAS ---------===//
+//
+// Under weftc --target=cuda-emulation a GEMM that the CUDA target hands to
+// cuBLAS runs on the CPU runtime's BLAS, after the checks a GPU would fail
+// without: each operand inside its device allocation, and a matrix cuBLAS
+// reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceAllocations.h"
+#include "StridedView.h"
+
+#include "weft/runtime/GemmLayout.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
+                              void *descB, int64_t rankC, void *descC);
+
+namespace {
+
+/// Checks that a GEMM operand lies inside its allocation and is a matrix
+/// cuBLAS reads, as it is on a GPU.
+void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
+                      bool isWrite) {
+  using weft::runtime::View;
+  View view = weft::runtime::viewOf(rank, descriptor);
+  std::string who = std::string("GEMM (cuBLAS) operand ") + name;
+  if (!weft::runtime::columnMajorLayout(
+          view.sizes[rank - 2], view.sizes[rank - 1], view.strides[rank - 2],
+          view.strides[rank - 1])) {
+    fprintf(stderr,
+            "error: emulated CUDA %s has strides %" PRId64 " and %" PRId64
+            ": cuBLAS cannot read it (weft-contractions-to-blas should "
+            "have kept it a kernel)\n",
+            who.c_str(), view.strides[rank - 2], view.strides[rank - 1]);
+    fflush(nullptr);
+    std::_Exit(1);
+  }
+  int64_t low = view.offset, high = view.offset;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (view.sizes[d] == 0)
+      return;
+    int64_t span = (view.sizes[d] - 1) * view.strides[d];
+    (span < 0 ? low : high) += span;
+  }
+  auto base = reinterpret_cast<uintptr_t>(view.aligned);
+  weft::runtime::emulation::checkAccess(
+      base, base + low * sizeof(float),
+      (high - low + 1) * int64_t(sizeof(float)), isWrite, who.c_str());
+}
+
+} // namespace
+
+/// The emulation's cuBLAS GEMM (c += a * b, weft-contractions-to-blas):
+/// the CPU runtime's, after the checks a GPU would fail without.
+extern "C" void weft_emulated_gemm_f32(int64_t rankA, void *descA,
+                                       int64_t rankB, void *descB,
+                                       int64_t rankC, void *descC) {
+  checkGemmOperand("a", rankA, descA, /*isWrite=*/false);
+  checkGemmOperand("b", rankB, descB, /*isWrite=*/false);
+  checkGemmOperand("c", rankC, descC, /*isWrite=*/true);
+  weft_gemm_f32(rankA, descA, rankB, descB, rankC, descC);
+}

@@ -1,0 +1,149 @@
+//===- EmulatedDevice.cpp - Test tool: a CUDA device made of host memory --===//
+//
+// weftc --target=cuda-emulation runs the CUDA target's kernels on the CPU.
+// Device memory is host memory here, but every device allocation (the
+// model's buffers, and the compiled code's gpu.alloc) is recorded, and the
+// emulated kernels call weft_emulation_check_access before each load and
+// store: an access outside the allocation its buffer starts in, or through
+// a pointer that is in no device allocation (a host pointer a real GPU
+// could not read), ends the run with one line naming the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceAllocations.h"
+
+#include "weft/runtime/Contract.h"
+#include "weft/runtime/Device.h"
+
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+namespace weft::runtime {
+namespace emulation {
+namespace {
+
+bool emulating = false;
+
+/// Every live device allocation: its first byte and its size.
+std::map<uintptr_t, size_t> &allocations() {
+  static auto *live = new std::map<uintptr_t, size_t>();
+  return *live;
+}
+
+/// The allocation the last check found: kernels touch one buffer many
+/// times in a row.
+uintptr_t lastBegin = 0;
+size_t lastBytes = 0;
+
+/// The allocation holding `address`, as its begin and size; false when
+/// none does.
+bool findAllocation(uintptr_t address, uintptr_t &begin, size_t &bytes) {
+  if (lastBytes && address >= lastBegin && address < lastBegin + lastBytes) {
+    begin = lastBegin;
+    bytes = lastBytes;
+    return true;
+  }
+  auto it = allocations().upper_bound(address);
+  if (it == allocations().begin())
+    return false;
+  --it;
+  // A zero-size buffer holds its own address and nothing past it.
+  if (address >= it->first + std::max<size_t>(it->second, 1))
+    return false;
+  begin = lastBegin = it->first;
+  bytes = lastBytes = it->second;
+  return true;
+}
+
+} // namespace
+
+bool active() { return emulating; }
+
+void recordAllocation(const void *begin, size_t bytes) {
+  allocations()[reinterpret_cast<uintptr_t>(begin)] = bytes;
+}
+
+void forgetAllocation(const void *begin) {
+  allocations().erase(reinterpret_cast<uintptr_t>(begin));
+  lastBegin = 0;
+  lastBytes = 0;
+}
+
+} // namespace emulation
+
+namespace {
+
+class EmulatedCudaDevice final : public Device {
+public:
+  EmulatedCudaDevice() { emulation::emulating = true; }
+  const char *name() const override { return kEmulatedCudaDevice; }
+  void *allocate(size_t bytes) override {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *memory = std::aligned_alloc(64, rounded ? rounded : 64);
+    if (memory)
+      emulation::recordAllocation(memory, bytes);
+    return memory;
+  }
+  void deallocate(void *pointer) override {
+    emulation::forgetAllocation(pointer);
+    std::free(pointer);
+  }
+  void copyFromHost(void *device, const void *host, size_t bytes) override {
+    std::memcpy(device, host, bytes);
+  }
+  void copyToHost(void *host, const void *device, size_t bytes) override {
+    std::memcpy(host, device, bytes);
+  }
+  void synchronize() override {}
+};
+
+} // namespace
+
+std::unique_ptr<Device> createEmulatedCudaDevice() {
+  return std::make_unique<EmulatedCudaDevice>();
+}
+
+} // namespace weft::runtime
+
+void weft::runtime::emulation::checkAccess(uintptr_t base, uintptr_t address,
+                                           int64_t bytes, bool isWrite,
+                                           const char *who) {
+  uintptr_t begin;
+  size_t size;
+  const char *what = isWrite ? "writes" : "reads";
+  if (!findAllocation(base, begin, size)) {
+    fprintf(stderr,
+            "error: emulated CUDA %s %s %" PRId64 " bytes at 0x%" PRIx64
+            " through a pointer to host memory, which a GPU cannot read: no "
+            "device allocation holds 0x%" PRIx64 "\n",
+            who, what, bytes, uint64_t(address), uint64_t(base));
+    fflush(nullptr);
+    std::_Exit(1);
+  }
+  int64_t offset = int64_t(address - begin);
+  if (address < begin || offset + bytes > int64_t(size)) {
+    fprintf(stderr,
+            "error: emulated CUDA %s %s bytes [%" PRId64 ", %" PRId64
+            ") of a %zu-byte device allocation: out of bounds\n",
+            who, what, offset, offset + bytes, size);
+    fflush(nullptr);
+    std::_Exit(1);
+  }
+}
+
+/// Called by an emulated kernel (weft-gpu-emulate-launches) before it reads
+/// or writes `bytes` bytes at `address` through a buffer whose data starts
+/// at `base`; `kernel` names the kernel.
+extern "C" void weft_emulation_check_access(int64_t base, int64_t address,
+                                            int64_t bytes, int64_t isWrite,
+                                            int64_t kernel) {
+  std::string who =
+      std::string("kernel ") + reinterpret_cast<const char *>(kernel);
+  weft::runtime::emulation::checkAccess(uintptr_t(base), uintptr_t(address),
+                                        bytes, isWrite, who.c_str());
+}
