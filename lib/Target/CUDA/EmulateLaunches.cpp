@@ -6,7 +6,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTGPUEMULATELAUNCHES
@@ -21,10 +23,15 @@ namespace {
 /// bytes, whether it writes, the kernel's name; all i64.
 constexpr llvm::StringLiteral kCheckAccess = "weft_emulation_check_access";
 
+/// Ops after which the threads of a block continue together: the emulation
+/// runs every thread up to one before any runs past it.
+bool isSyncPoint(Operation *op) {
+  return isa<gpu::BarrierOp, gpu::ShuffleOp>(op);
+}
+
 /// Ops whose meaning depends on threads running together.
 bool synchronizesThreads(Operation *op) {
-  return isa<gpu::BarrierOp, gpu::ShuffleOp, gpu::AllReduceOp,
-             gpu::SubgroupReduceOp>(op);
+  return isSyncPoint(op) || isa<gpu::AllReduceOp, gpu::SubgroupReduceOp>(op);
 }
 
 /// Whether `memref` is memory of one thread (a stack buffer the kernel
@@ -34,6 +41,13 @@ bool isThreadPrivate(Value memref, gpu::LaunchOp launch) {
     memref = view.getViewSource();
   Operation *def = memref.getDefiningOp();
   return def && isa<memref::AllocaOp>(def) && launch->isProperAncestor(def);
+}
+
+/// Whether `memref` is the block's shared memory (a workgroup attribution).
+bool isShared(Value memref, gpu::LaunchOp launch) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return llvm::is_contained(launch.getWorkgroupAttributions(), memref);
 }
 
 /// How a launch is named in the emulation's messages: its function, its
@@ -141,7 +155,7 @@ LogicalResult AccessChecker::instrument(gpu::LaunchOp launch, int64_t index) {
     else if (auto rmw = dyn_cast<memref::AtomicRMWOp>(op))
       memref = rmw.getMemref();
     if (memref) {
-      if (!isThreadPrivate(memref, launch))
+      if (!isThreadPrivate(memref, launch) && !isShared(memref, launch))
         accesses.push_back(op);
       return WalkResult::advance();
     }
@@ -181,20 +195,206 @@ LogicalResult AccessChecker::instrument(gpu::LaunchOp launch, int64_t index) {
   return success();
 }
 
-LogicalResult emulate(gpu::LaunchOp launch) {
-  if (!launch.getWorkgroupAttributions().empty() ||
-      !launch.getPrivateAttributions().empty())
-    return launch.emitError("weft-gpu-emulate-launches: a kernel with "
-                            "shared memory needs threads that run together");
-  WalkResult walk = launch.getBody().walk([](Operation *op) {
-    if (!synchronizesThreads(op))
+/// A launch run as loops: its blocks one after another, and within a block
+/// its threads phase by phase. A phase ends at each barrier and before each
+/// shuffle, so that every thread has reached it before any goes on (loop
+/// fission at barriers). Values a later phase reads are kept per thread;
+/// a shuffle reads its partner's value from a slot each thread fills at the
+/// end of the phase before.
+class PhasedLaunch {
+public:
+  explicit PhasedLaunch(gpu::LaunchOp launch) : launch(launch) {}
+  LogicalResult emulate();
+
+private:
+  gpu::LaunchOp launch;
+  /// The kernel's top-level ops in phases; a shuffle starts its phase.
+  SmallVector<SmallVector<Operation *>> phases;
+  /// The phase of each top-level op.
+  llvm::DenseMap<Operation *, unsigned> phaseOf;
+  /// Values of one phase that later phases read, with their per-thread
+  /// storage once allocated.
+  llvm::MapVector<Value, Value> carried;
+  /// Per phase: the carried values it reloads, and the pure ops of earlier
+  /// phases (views, index arithmetic on them) it recomputes instead.
+  SmallVector<llvm::SetVector<Value>> reads;
+  SmallVector<llvm::SetVector<Operation *>> recomputed;
+  /// Each shuffle's slots: the value each thread offers its partners.
+  llvm::DenseMap<Operation *, Value> slots;
+
+  LogicalResult split();
+  /// Makes `value` available in phase `p`.
+  LogicalResult need(Value value, unsigned p);
+  void emitPhase(OpBuilder &b, unsigned p, IRMapping mapping, Value tid);
+  /// The shuffle's result and validity for thread `tid`.
+  std::pair<Value, Value> emitShuffle(OpBuilder &b, gpu::ShuffleOp shuffle,
+                                      const IRMapping &mapping, Value tid);
+};
+
+LogicalResult PhasedLaunch::split() {
+  Block &body = launch.getBody().front();
+  WalkResult nested = body.walk([&](Operation *op) {
+    if (!synchronizesThreads(op) ||
+        (isSyncPoint(op) && op->getBlock() == &body))
       return WalkResult::advance();
-    op->emitError("weft-gpu-emulate-launches: this op synchronizes the "
-                  "threads of a block, which the emulation runs one at a "
-                  "time");
+    op->emitError("weft-gpu-emulate-launches: the emulation runs a block's "
+                  "threads phase by phase between barriers and shuffles, "
+                  "which must be at the kernel's top level");
     return WalkResult::interrupt();
   });
-  if (walk.wasInterrupted())
+  if (nested.wasInterrupted())
+    return failure();
+  phases.emplace_back();
+  for (Operation &op : body.without_terminator()) {
+    if (isa<gpu::BarrierOp>(op)) {
+      phases.emplace_back();
+      continue;
+    }
+    if (isa<gpu::ShuffleOp>(op) && !phases.back().empty())
+      phases.emplace_back();
+    phaseOf[&op] = phases.size() - 1;
+    phases.back().push_back(&op);
+  }
+  // What crosses a phase boundary: a value used by a later phase, and the
+  // value each shuffle offers (stored at the end of the phase before).
+  reads.resize(phases.size());
+  recomputed.resize(phases.size());
+  for (auto [p, ops] : llvm::enumerate(phases)) {
+    for (Operation *op : ops) {
+      WalkResult walk = op->walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          if (failed(need(operand, p)))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return failure();
+    }
+    if (p + 1 < phases.size())
+      if (auto shuffle = dyn_cast<gpu::ShuffleOp>(phases[p + 1].front()))
+        if (failed(need(shuffle.getValue(), p)))
+          return failure();
+  }
+  // The recomputed ops run in program order.
+  for (auto &ops : recomputed) {
+    SmallVector<Operation *> sorted(ops.begin(), ops.end());
+    llvm::sort(sorted, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    ops = llvm::SetVector<Operation *>(sorted.begin(), sorted.end());
+  }
+  return success();
+}
+
+LogicalResult PhasedLaunch::need(Value value, unsigned p) {
+  Operation *def = value.getDefiningOp();
+  auto phase = def ? phaseOf.find(def) : phaseOf.end();
+  if (phase == phaseOf.end() || phase->second >= p)
+    return success();
+  if (value.getType().isIntOrIndexOrFloat()) {
+    carried.insert({value, Value()});
+    reads[p].insert(value);
+    return success();
+  }
+  if (def->getNumRegions() || !isMemoryEffectFree(def))
+    return def->emitError("weft-gpu-emulate-launches: a value of this type "
+                          "cannot be kept across a barrier or shuffle");
+  if (!recomputed[p].insert(def))
+    return success();
+  for (Value operand : def->getOperands())
+    if (failed(need(operand, p)))
+      return failure();
+  return success();
+}
+
+std::pair<Value, Value> PhasedLaunch::emitShuffle(OpBuilder &b,
+                                                  gpu::ShuffleOp shuffle,
+                                                  const IRMapping &mapping,
+                                                  Value tid) {
+  Location loc = shuffle.getLoc();
+  auto index = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                      mapping.lookupOrDefault(v));
+  };
+  Value offset = index(shuffle.getOffset());
+  Value width = index(shuffle.getWidth());
+  Value warpSize = arith::ConstantIndexOp::create(b, loc, 32);
+  Value lane = arith::RemUIOp::create(b, loc, tid, warpSize);
+  Value partner;
+  Value valid;
+  switch (shuffle.getMode()) {
+  case gpu::ShuffleMode::XOR:
+    partner = arith::XOrIOp::create(b, loc, lane, offset);
+    valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, partner,
+                                  width);
+    break;
+  case gpu::ShuffleMode::DOWN:
+    partner = arith::AddIOp::create(b, loc, lane, offset);
+    valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, partner,
+                                  width);
+    break;
+  case gpu::ShuffleMode::UP:
+    valid =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane, offset);
+    partner = arith::SelectOp::create(
+        b, loc, valid, arith::SubIOp::create(b, loc, lane, offset), lane);
+    break;
+  case gpu::ShuffleMode::IDX:
+    partner = offset;
+    valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, partner,
+                                  width);
+    break;
+  }
+  // An invalid partner leaves the thread its own value.
+  Value source = arith::SelectOp::create(
+      b, loc, valid,
+      arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, tid, lane),
+                            partner),
+      tid);
+  Value value = memref::LoadOp::create(b, loc, slots.lookup(shuffle), source);
+  Value result = arith::SelectOp::create(
+      b, loc, valid, value, mapping.lookupOrDefault(shuffle.getValue()));
+  return {result, valid};
+}
+
+void PhasedLaunch::emitPhase(OpBuilder &b, unsigned p, IRMapping mapping,
+                             Value tid) {
+  Location loc = launch.getLoc();
+  for (Value read : reads[p])
+    mapping.map(read,
+                memref::LoadOp::create(b, loc, carried.lookup(read), tid));
+  for (Operation *op : recomputed[p])
+    b.clone(*op, mapping);
+  for (Operation *op : phases[p]) {
+    if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
+      auto [value, valid] = emitShuffle(b, shuffle, mapping, tid);
+      mapping.map(shuffle.getShuffleResult(), value);
+      mapping.map(shuffle.getValid(), valid);
+      continue;
+    }
+    b.clone(*op, mapping);
+  }
+  for (Operation *op : phases[p])
+    for (Value result : op->getResults())
+      if (Value storage = carried.lookup(result))
+        memref::StoreOp::create(b, loc, mapping.lookup(result), storage, tid);
+  if (p + 1 < phases.size())
+    if (auto shuffle = dyn_cast<gpu::ShuffleOp>(phases[p + 1].front()))
+      memref::StoreOp::create(b, loc,
+                              mapping.lookupOrDefault(shuffle.getValue()),
+                              slots.lookup(shuffle), tid);
+}
+
+LogicalResult PhasedLaunch::emulate() {
+  if (!launch.getPrivateAttributions().empty())
+    return launch.emitError("weft-gpu-emulate-launches: a kernel with "
+                            "private memory attributions");
+  // Constants need no per-thread copies: they move out of the kernel.
+  for (Operation &op : llvm::make_early_inc_range(
+           launch.getBody().front().without_terminator()))
+    if (op.hasTrait<OpTrait::ConstantLike>())
+      op.moveBefore(launch);
+  if (failed(split()))
     return failure();
   OpBuilder b(launch);
   Location loc = launch.getLoc();
@@ -214,19 +414,67 @@ LogicalResult emulate(gpu::LaunchOp launch) {
                             {blockArgs.y, block.y},
                             {blockArgs.z, block.z}})
     mapping.map(arg, value);
-  // Blocks, then the threads of each block, z outermost.
+  // The memory of a block, allocated once for all of them: its shared
+  // memory, and per thread what crosses a phase boundary.
+  Value threads = arith::MulIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block.x, block.y), block.z);
+  SmallVector<Value> blockMemory;
+  for (BlockArgument shared : launch.getWorkgroupAttributions()) {
+    auto type = cast<MemRefType>(shared.getType());
+    auto hostType = MemRefType::get(type.getShape(), type.getElementType());
+    blockMemory.push_back(memref::AllocOp::create(b, loc, hostType));
+    mapping.map(shared, blockMemory.back());
+  }
+  auto perThread = [&](Type element) {
+    blockMemory.push_back(memref::AllocOp::create(
+        b, loc, MemRefType::get({ShapedType::kDynamic}, element),
+        ValueRange{threads}));
+    return blockMemory.back();
+  };
+  for (auto &[value, storage] : carried)
+    storage = perThread(value.getType());
+  for (auto &phase : phases)
+    if (auto shuffle = dyn_cast<gpu::ShuffleOp>(phase.front()))
+      slots[shuffle] = perThread(shuffle.getValue().getType());
+  OpBuilder::InsertPoint afterBlocks;
+  // Blocks one after another, z outermost.
   for (auto [id, bound] : {std::pair{blockIds.z, grid.z},
                            {blockIds.y, grid.y},
-                           {blockIds.x, grid.x},
-                           {threadIds.z, block.z},
-                           {threadIds.y, block.y},
-                           {threadIds.x, block.x}}) {
+                           {blockIds.x, grid.x}}) {
     auto loop = scf::ForOp::create(b, loc, zero, bound, one);
+    if (!afterBlocks.isSet())
+      afterBlocks = OpBuilder::InsertPoint(loop->getBlock(),
+                                           std::next(loop->getIterator()));
     mapping.map(id, loop.getInductionVar());
     b.setInsertionPoint(loop.getBody()->getTerminator());
   }
-  for (Operation &op : launch.getBody().front().without_terminator())
-    b.clone(op, mapping);
+  for (unsigned p = 0; p < phases.size(); ++p) {
+    OpBuilder::InsertionGuard guard(b);
+    IRMapping threadMapping = mapping;
+    for (auto [id, bound] : {std::pair{threadIds.z, block.z},
+                             {threadIds.y, block.y},
+                             {threadIds.x, block.x}}) {
+      auto loop = scf::ForOp::create(b, loc, zero, bound, one);
+      threadMapping.map(id, loop.getInductionVar());
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+    }
+    // The thread's linear id: x fastest, as CUDA numbers lanes.
+    Value tid = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(
+            b, loc,
+            arith::AddIOp::create(
+                b, loc,
+                arith::MulIOp::create(b, loc, threadMapping.lookup(threadIds.z),
+                                      block.y),
+                threadMapping.lookup(threadIds.y)),
+            block.x),
+        threadMapping.lookup(threadIds.x));
+    emitPhase(b, p, threadMapping, tid);
+  }
+  b.restoreInsertionPoint(afterBlocks);
+  for (Value memory : blockMemory)
+    memref::DeallocOp::create(b, loc, memory);
   launch.erase();
   return success();
 }
@@ -251,7 +499,7 @@ struct WeftGpuEmulateLaunchesPass
         int64_t index =
             launchesPerFunction[launch->getParentOfType<func::FuncOp>()]++;
         if ((checkAccesses && failed(checker.instrument(launch, index))) ||
-            failed(emulate(launch)))
+            failed(PhasedLaunch(launch).emulate()))
           return signalPassFailure();
       } else if (auto alloc = dyn_cast<gpu::AllocOp>(op)) {
         rewriter.replaceOpWithNewOp<memref::AllocOp>(

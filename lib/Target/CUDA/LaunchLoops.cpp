@@ -95,7 +95,9 @@ LogicalResult LoopLauncher::launchIn(Region &region) {
         }
         continue;
       }
-      bool hostControl = op.getNumRegions() && calls(&op);
+      // A kernel made earlier (weft-gpu-row-reductions) is left as it is.
+      bool hostControl =
+          op.getNumRegions() && !isa<gpu::LaunchOp>(op) && calls(&op);
       if (op.hasTrait<OpTrait::IsTerminator>() || isBufferManagement(&op) ||
           isa<CallOpInterface, gpu::LaunchOp>(op) || hostControl ||
           !touchesMemory(&op)) {

@@ -11,22 +11,24 @@
 // CHECK:         %[[NAMES:.*]] = memref.get_global @__weft_kernel_name_0 : memref<{{[0-9]+}}xi8>
 // CHECK:         %[[NAMEPTR:.*]] = memref.extract_aligned_pointer_as_index %[[NAMES]]
 // CHECK:         %[[NAME:.*]] = arith.index_cast %[[NAMEPTR]] : index to i64
+// CHECK:         %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK:         %[[WRITE:.*]] = arith.constant 1 : i64
 // CHECK:         scf.for %[[BZ:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:      scf.for %[[BY:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:        scf.for %[[BX:.*]] = %{{.*}} to %[[GX:.*]] step
 // CHECK-NEXT:          scf.for %[[TZ:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:            scf.for %[[TY:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:              scf.for %[[TX:.*]] = %{{.*}} to %[[SX:.*]] step
+// The thread's linear id (unused here), then the kernel.
+// CHECK-COUNT-4:             arith.
 // CHECK-NEXT:                %[[BASE:.*]] = arith.muli %[[BX]], %[[SX]]
 // CHECK-NEXT:                %[[ID:.*]] = arith.addi %[[BASE]], %[[TX]]
 // CHECK-NEXT:                %{{.*}}, %[[OFFSET:.*]], %{{.*}}, %[[STRIDE:.*]] = memref.extract_strided_metadata %[[BUF]]
 // CHECK-NEXT:                %[[SCALED:.*]] = arith.muli %[[ID]], %[[STRIDE]]
 // CHECK-NEXT:                %[[ELEMENT:.*]] = arith.addi %[[OFFSET]], %[[SCALED]]
 // CHECK-NEXT:                %[[START:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
-// CHECK-NEXT:                %[[FOUR:.*]] = arith.constant 4 : index
 // CHECK-NEXT:                %[[BYTES:.*]] = arith.muli %[[ELEMENT]], %[[FOUR]]
 // CHECK-NEXT:                %[[ADDRESS:.*]] = arith.addi %[[START]], %[[BYTES]]
-// CHECK-NEXT:                %[[WRITE:.*]] = arith.constant 1 : i64
 // CHECK-NEXT:                %[[START64:.*]] = arith.index_cast %[[START]]
 // CHECK-NEXT:                %[[ADDRESS64:.*]] = arith.index_cast %[[ADDRESS]]
 // CHECK-NEXT:                %[[SIZE64:.*]] = arith.index_cast %[[FOUR]]
@@ -55,12 +57,64 @@ func.func @launch(%out: memref<8xf32>) {
 
 // -----
 
-// Threads that wait for each other cannot run one at a time.
-func.func @barrier() {
+// A block's threads run phase by phase: one loop over the threads up to
+// the barrier, one after it, one from the shuffle on. Shared memory is one
+// buffer for the launch; values that cross a phase boundary are kept per
+// thread, and the shuffle's partner value comes from a slot every thread
+// filled in the phase before: lane ^ 1, when that lane is below the width.
+// CHECK-LABEL: func.func @phases
+// CHECK:         %[[SHARED:.*]] = memref.alloc() : memref<8xf32>
+// CHECK:         %[[KEPT:.*]] = memref.alloc(%[[THREADS:.*]]) : memref<?xf32>
+// CHECK:         %[[SUMS:.*]] = memref.alloc(%[[THREADS]]) : memref<?xf32>
+// CHECK:         %[[SLOT:.*]] = memref.alloc(%[[THREADS]]) : memref<?xf32>
+// The first phase, up to the barrier.
+// CHECK:         memref.store %{{.*}}, %[[SHARED]][%{{.*}}] : memref<8xf32>
+// CHECK-NEXT:    memref.store %{{.*}}, %[[KEPT]][%{{.*}}] : memref<?xf32>
+// The second reads the other threads' shared values and fills the slots.
+// CHECK:         memref.load %[[KEPT]]
+// CHECK:         memref.load %[[SHARED]]
+// CHECK:         memref.store %{{.*}}, %[[SUMS]]
+// CHECK-NEXT:    memref.store %{{.*}}, %[[SLOT]]
+// The third is the shuffle's.
+// CHECK:         %[[OWN:.*]] = memref.load %[[SUMS]][%[[TID:.*]]]
+// CHECK:         %[[LANE:.*]] = arith.remui %[[TID]], %c32
+// CHECK:         %[[PARTNER:.*]] = arith.xori %[[LANE]]
+// CHECK:         %[[VALID:.*]] = arith.cmpi ult, %[[PARTNER]]
+// CHECK:         %[[FROM:.*]] = arith.select %[[VALID]]
+// CHECK:         %[[THEIRS:.*]] = memref.load %[[SLOT]][%[[FROM]]]
+// CHECK:         arith.select %[[VALID]], %[[THEIRS]], %[[OWN]]
+// CHECK:         memref.dealloc %[[SHARED]]
+func.func @phases(%out: memref<8xf32>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c7 = arith.constant 7 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) workgroup(%shared : memref<8xf32, #gpu.address_space<workgroup>>) {
+    %i = arith.index_cast %tx : index to i32
+    %v = arith.sitofp %i : i32 to f32
+    memref.store %v, %shared[%tx] : memref<8xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %mirror = arith.subi %c7, %tx : index
+    %w = memref.load %shared[%mirror] : memref<8xf32, #gpu.address_space<workgroup>>
+    %sum = arith.addf %v, %w : f32
+    %one = arith.constant 1 : i32
+    %width = arith.constant 8 : i32
+    %partner, %valid = gpu.shuffle xor %sum, %one, %width : f32
+    memref.store %partner, %out[%tx] : memref<8xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A barrier that only some threads reach is not a phase boundary.
+func.func @divergent_barrier(%flag: i1) {
   %c1 = arith.constant 1 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
-    // expected-error @+1 {{weft-gpu-emulate-launches: this op synchronizes the threads of a block, which the emulation runs one at a time}}
-    gpu.barrier
+    scf.if %flag {
+      // expected-error @+1 {{weft-gpu-emulate-launches: the emulation runs a block's threads phase by phase between barriers and shuffles, which must be at the kernel's top level}}
+      gpu.barrier
+    }
     gpu.terminator
   }
   return
@@ -71,12 +125,12 @@ func.func @barrier() {
 // A kernel's own stack buffer is not device memory: its accesses are not
 // checked; the device buffer's load is (is_write 0).
 // CHECK-LABEL: func.func @private_buffer
+// CHECK:         %[[READ:.*]] = arith.constant 0 : i64
 // CHECK:         memref.alloca
 // CHECK-NOT:     func.call
 // CHECK:         memref.store %{{.*}}, %[[STACK:.*]][
 // CHECK-NOT:     func.call
 // CHECK:         memref.load %[[STACK]][
-// CHECK:         %[[READ:.*]] = arith.constant 0 : i64
 // CHECK:         func.call @weft_emulation_check_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[READ]], %{{.*}})
 // CHECK-NEXT:    memref.load %arg0[
 func.func @private_buffer(%in: memref<4xf32>) {

@@ -45,6 +45,57 @@ def WeftGpuLaunchLoops : Pass<"weft-gpu-launch-loops", "::mlir::func::FuncOp"> {
   ];
 }
 
+def WeftGpuRowReductions : Pass<"weft-gpu-row-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Run each f32 row reduction as one block per row";
+  let description = [{
+    A `linalg.generic` on memrefs with one reduction loop whose body ends in
+    `out = combiner(out, partial)` (`arith.addf`, `mulf`, `maximumf`,
+    `minimumf`, `maxnumf`, `minnumf`: softmax's max and sum, a norm's mean
+    and variance, cross-entropy's log-sum-exp) becomes a `gpu.launch` with
+    one block per row (its parallel loops, linearized; the last fastest):
+
+    - each thread combines the partials of the columns `thread`,
+      `thread + threads-per-block`, ... in registers;
+    - each warp combines its threads' values with five butterfly shuffles
+      (`gpu.shuffle xor`, offsets 16 to 1);
+    - lane 0 of each warp writes its warp's value to shared memory (a
+      workgroup attribution of threads-per-block / 32 floats), a
+      `gpu.barrier` waits for all, and the first warp combines them with
+      shuffles again;
+    - thread 0 combines the result with the output's initial value.
+
+    The combiner is assumed associative: the order of the additions differs
+    from the loop's. An empty iteration space launches nothing.
+
+    ```mlir
+    linalg.generic {iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<64x768xf32>) outs(%sum : memref<64xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %s = arith.addf %acc, %in : f32
+      linalg.yield %s : f32
+    }
+    // becomes
+    gpu.launch blocks(%row, ...) in (%c64, ...) threads(%t, ...) in (%c256, ...)
+        workgroup(%warps : memref<8xf32, #gpu.address_space<workgroup>>) {
+      %partial = scf.for %j = %t to %c768 step %c256 iter_args(%a = %zero) -> f32 { ... }
+      %s16, %v16 = gpu.shuffle xor %partial, %c16_i32, %c32_i32 : f32
+      ...
+      gpu.barrier
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"threadsPerBlock", "threads-per-block", "int64_t",
+           /*default=*/"256", "Threads of each row's block (a multiple of 32)">
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def WeftGpuDeviceMemory : Pass<"weft-gpu-device-memory", "::mlir::ModuleOp"> {
   let summary = "Put the buffers of host code in device memory";
   let description = [{

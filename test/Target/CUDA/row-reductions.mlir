@@ -1,0 +1,185 @@
+// RUN: weft-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(weft-gpu-row-reductions))" | FileCheck %s
+
+// A row sum: one block of 256 threads per row; each thread strides over
+// the row, each warp reduces with five butterfly shuffles, lane 0 of each
+// warp writes to shared memory, and after the barrier every warp reduces
+// the 8 warp totals (lane i reads total i); thread 0 adds the output's
+// initial value.
+// CHECK-LABEL: func.func @row_sum
+// CHECK-DAG:     %[[ROWS:.*]] = arith.constant 64 : index
+// CHECK-DAG:     %[[LEN:.*]] = arith.constant 768 : index
+// CHECK-DAG:     %[[THREADS:.*]] = arith.constant 256 : index
+// CHECK:         scf.if
+// CHECK:         gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[THREADS]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) workgroup(%[[SHARED:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:           %[[PARTIAL:.*]] = scf.for %[[J:.*]] = %[[T]] to %[[LEN]] step %[[THREADS]] iter_args(%[[A:.*]] = %[[ZERO]]) -> (f32)
+// CHECK:             %[[X:.*]] = memref.load %arg0[%{{.*}}, %{{.*}}] : memref<64x768xf32>
+// CHECK:             %[[S:.*]] = arith.addf %[[A]], %[[X]] : f32
+// CHECK:             scf.yield %[[S]] : f32
+// CHECK:           %{{.*}}, %{{.*}} = gpu.shuffle  xor %[[PARTIAL]], %{{.*}}, %{{.*}} : f32
+// CHECK-COUNT-4:   gpu.shuffle  xor
+// CHECK:           scf.if
+// CHECK:             memref.store %{{.*}}, %[[SHARED]][%{{.*}}] : memref<8xf32, #gpu.address_space<workgroup>>
+// CHECK:           gpu.barrier
+// CHECK:           %[[LANE:.*]] = arith.cmpi ult, %[[LANEID:.*]], %c8
+// CHECK:           memref.load %[[SHARED]][%[[LANEID]]]
+// CHECK-COUNT-5:   gpu.shuffle  xor
+// CHECK:           scf.if
+// CHECK:             %[[INIT:.*]] = memref.load %arg1[%{{.*}}] : memref<64xf32>
+// CHECK:             %[[TOTAL:.*]] = arith.addf %[[INIT]], %{{.*}} : f32
+// CHECK:             memref.store %[[TOTAL]], %arg1[%{{.*}}] : memref<64xf32>
+// CHECK:           gpu.terminator
+// CHECK-NOT:     linalg.generic
+func.func @row_sum(%x: memref<64x768xf32>, %sum: memref<64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x768xf32>) outs(%sum : memref<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A softmax's maximum over the middle dim of [2, 5, 3]: 6 rows, the row
+// index split into (i, k) with k fastest, identity -inf; the body's work
+// before the combiner (here a scale) runs per element.
+// CHECK-LABEL: func.func @middle_max
+// CHECK:         gpu.launch
+// CHECK:           %[[K:.*]] = arith.remui %{{.*}}, %c3
+// CHECK:           %[[REST:.*]] = arith.divui %{{.*}}, %c3
+// CHECK:           %[[I:.*]] = arith.remui %[[REST]], %c2
+// CHECK:           arith.constant 0xFF800000 : f32
+// CHECK:           scf.for
+// CHECK:             memref.load %arg0[%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:             arith.mulf
+// CHECK:             arith.maximumf
+// CHECK-COUNT-5:   gpu.shuffle  xor
+func.func @middle_max(%x: memref<2x5x3xf32>, %max: memref<2x3xf32>) {
+  %two = arith.constant 2.0 : f32
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j, k)>, affine_map<(i, j, k) -> (i, k)>], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x : memref<2x5x3xf32>) outs(%max : memref<2x3xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %scaled = arith.mulf %in, %two : f32
+    %m = arith.maximumf %acc, %scaled : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// Not row reductions: an integer sum, and a body that reads its
+// accumulator twice, stay loops.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT:     gpu.launch
+// CHECK:         linalg.generic
+// CHECK:         linalg.generic
+func.func @left_alone(%x: memref<4x8xi32>, %sum: memref<4xi32>, %y: memref<4x8xf32>, %out: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x8xi32>) outs(%sum : memref<4xi32>) {
+  ^bb0(%in: i32, %acc: i32):
+    %s = arith.addi %acc, %in : i32
+    linalg.yield %s : i32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%y : memref<4x8xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %p = arith.mulf %acc, %in : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A row kernel of convert-weft-to-linalg (a softmax, bufferized): one block
+// per row, of 32 threads (the row's 32 columns, rounded up to a warp, at
+// most threads-per-block); each pass over the row strides over its columns, each reduction
+// it carries (the maximum, then the sum of exponentials) is combined over
+// the block with its own shared memory, and every thread goes on with the
+// total, folded into the loop's initial value; a barrier separates passes.
+// CHECK-LABEL: func.func @softmax_rows
+// CHECK:         gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in ({{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{[a-z0-9]+}} = %c32{{[_0-9]*}}, {{.*}}) workgroup(%[[MAXES:.*]] : memref<1xf32, #gpu.address_space<workgroup>>, %[[SUMS:.*]] : memref<1xf32, #gpu.address_space<workgroup>>)
+// CHECK:           %[[IN:.*]] = memref.subview %arg0[%[[R:.*]], 0] [1, 32]
+// CHECK:           %[[OUT:.*]] = memref.subview %arg1[%[[R]], 0] [1, 32]
+// CHECK:           %[[FIRST:.*]] = arith.addi %c0, %{{.*}}
+// CHECK:           %[[PARTIAL:.*]] = scf.for %{{.*}} = %[[FIRST]] to %c32 step %{{.*}} iter_args
+// CHECK:             arith.maxnumf
+// CHECK-COUNT-5:   gpu.shuffle  xor
+// CHECK:           memref.store %{{.*}}, %[[MAXES]]
+// CHECK:           gpu.barrier
+// CHECK-COUNT-5:   gpu.shuffle  xor
+// The last shuffle's combine, then the fold into the loop's initial value.
+// CHECK:           arith.maxnumf
+// CHECK:           %[[MAX:.*]] = arith.maxnumf %{{.*}}, %{{.*}} fastmath<reassoc,contract>
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK:             arith.subf %{{.*}}, %[[MAX]]
+// CHECK:             math.exp
+// CHECK:             memref.store %{{.*}}, %[[OUT]]
+// CHECK:           memref.store %{{.*}}, %[[SUMS]]
+// CHECK:           gpu.barrier
+// CHECK-COUNT-5:   gpu.shuffle  xor
+// CHECK:           arith.addf
+// CHECK:           %[[SUM:.*]] = arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract>
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK:             arith.divf %{{.*}}, %[[SUM]]
+// CHECK:           gpu.terminator
+// CHECK-NOT:     scf.forall
+func.func @softmax_rows(%x: memref<4x32xf32>, %y: memref<4x32xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  scf.forall (%r) in (4) {
+    %in = memref.subview %x[%r, 0] [1, 32] [1, 1] : memref<4x32xf32> to memref<32xf32, strided<[1], offset: ?>>
+    %out = memref.subview %y[%r, 0] [1, 32] [1, 1] : memref<4x32xf32> to memref<32xf32, strided<[1], offset: ?>>
+    %max = scf.for %j = %c0 to %c32 step %c1 iter_args(%m = %ninf) -> (f32) {
+      %v = memref.load %in[%j] : memref<32xf32, strided<[1], offset: ?>>
+      %n = arith.maxnumf %m, %v fastmath<reassoc,contract> : f32
+      scf.yield %n : f32
+    }
+    %sum = scf.for %j = %c0 to %c32 step %c1 iter_args(%s = %zero) -> (f32) {
+      %v = memref.load %in[%j] : memref<32xf32, strided<[1], offset: ?>>
+      %d = arith.subf %v, %max : f32
+      %e = math.exp %d : f32
+      memref.store %e, %out[%j] : memref<32xf32, strided<[1], offset: ?>>
+      %n = arith.addf %s, %e fastmath<reassoc,contract> : f32
+      scf.yield %n : f32
+    }
+    scf.for %j = %c0 to %c32 step %c1 {
+      %e = memref.load %out[%j] : memref<32xf32, strided<[1], offset: ?>>
+      %q = arith.divf %e, %sum : f32
+      memref.store %q, %out[%j] : memref<32xf32, strided<[1], offset: ?>>
+    }
+  }
+  return
+}
+
+// -----
+
+// A running sum written per column is a scan, not a reduction: the row
+// loop stays as it is.
+// CHECK-LABEL: func.func @scan_rows
+// CHECK-NOT:     gpu.launch
+// CHECK:         scf.forall
+func.func @scan_rows(%x: memref<4x32xf32>, %y: memref<4x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  scf.forall (%r) in (4) {
+    %total = scf.for %j = %c0 to %c32 step %c1 iter_args(%s = %zero) -> (f32) {
+      %v = memref.load %x[%r, %j] : memref<4x32xf32>
+      %n = arith.addf %s, %v : f32
+      memref.store %n, %y[%r, %j] : memref<4x32xf32>
+      scf.yield %n : f32
+    }
+  }
+  return
+}

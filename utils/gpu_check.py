@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""The GPU checks of the CUDA backend, in two halves for two machines.
+
+  gpu_check.py prepare DIR --weftc WEFTC --models MODELS --data TOKENS
+      On a machine with Weft (no GPU needed): compiles each shared model and
+      the bundled GPT's training step with --target=cuda into DIR, with
+      their inputs and the CPU backend's outputs and losses as references,
+      and copies the shared libraries the executables need from this machine
+      (OpenBLAS, libomp) into DIR/lib; DIR.tar.xz is what the GPU machine
+      gets.
+  gpu_check.py run DIR
+      On the GPU machine (python3 with numpy; no Weft, no MLIR): runs every
+      executable on the GPU and compares: each shared model's outputs with
+      the CPU backend's (rtol 1e-4 of each element or, near zero, of the
+      output's largest magnitude), the GPT's 50 losses with the CPU
+      backend's (rtol 1e-3). Prints one line per check and a summary;
+      exits 69 when there is no GPU, 1 when a check fails.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+GPT_STEPS = 50
+MODEL_RTOL = 1e-4
+LOSS_RTOL = 1e-3
+NO_CUDA_DEVICE = 69
+
+
+def prepare(args):
+    import onnx
+    from test_data import dim_bindings, graph_inputs, load_pb, run_model
+
+    out = pathlib.Path(args.dir)
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "lib").mkdir(parents=True)
+    manifest = {"models": [], "gpt": None}
+    for model_dir in sorted(p for p in pathlib.Path(args.models).iterdir()
+                            if (p / "model.onnx").exists()):
+        model = onnx.load(str(model_dir / "model.onnx"), load_external_data=False)
+        data = model_dir / "test_data_set_0"
+        inputs = [load_pb(data / f"input_{i}.pb") for i in range(len(graph_inputs(model)))]
+        names = [i.name for i in graph_inputs(model)]
+        outputs = [o.name for o in model.graph.output]
+        work = out / model_dir.name
+        work.mkdir()
+        bindings = []
+        for binding in dim_bindings(model, [a.shape for a in inputs]):
+            bindings += ["--dim", binding]
+        for target, exe in [("cuda", work / "model"), ("cpu", work / "cpu")]:
+            subprocess.run([args.weftc, str(model_dir / "model.onnx"), "-o", str(exe),
+                            f"--target={target}"] + bindings, check=True)
+        reference = run_model([str(work / "cpu")], dict(zip(names, inputs)), outputs, work)
+        for path in work.glob("cpu*"):
+            path.unlink()
+        for name, array in zip(names, inputs):
+            np.save(work / f"input.{name}.npy", array)
+        for name, array in zip(outputs, reference):
+            np.save(work / f"expected.{name}.npy", array)
+        for path in work.glob("run*"):
+            path.unlink()
+        manifest["models"].append({"name": model_dir.name, "inputs": names,
+                                   "outputs": outputs})
+    gpt = out / "gpt"
+    gpt.mkdir()
+    src = pathlib.Path(__file__).resolve().parent
+    subprocess.run([sys.executable, str(src / "gen_gpt2.py"), "--seq", "32", "--batch", "8",
+                    "-o", str(gpt / "gpt.onnx")], check=True, stdout=subprocess.DEVNULL)
+    train = ["--steps", str(GPT_STEPS), "--lr", "3e-3", "--warmup", "10"]
+    for target, exe in [("cuda", gpt / "train"), ("cpu", gpt / "train_cpu")]:
+        subprocess.run([args.weftc, str(gpt / "gpt.onnx"), "--train", "-o", str(exe),
+                        f"--target={target}"], check=True)
+    subprocess.run([str(gpt / "train_cpu"), "--data", args.data, "--log",
+                    str(gpt / "cpu.jsonl")] + train, check=True, stdout=subprocess.DEVNULL)
+    for path in gpt.glob("train_cpu*"):
+        path.unlink()
+    shutil.copy(args.data, gpt / "data.tokens")
+    manifest["gpt"] = {"args": train}
+    # The executables' libraries from this machine, which the GPU machine
+    # may lack (it has no LLVM).
+    ldd = subprocess.run(["ldd", str(gpt / "train")], capture_output=True, text=True).stdout
+    for line in ldd.splitlines():
+        parts = line.split("=>")
+        if len(parts) == 2 and any(k in parts[0] for k in
+                                   ("openblas", "gfortran", "quadmath", "libomp")):
+            shutil.copy(parts[1].split()[0], out / "lib")
+    (out / "checks.json").write_text(json.dumps(manifest, indent=1))
+    shutil.copy(__file__, out / "gpu_check.py")
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    # What is carried to the GPU machine (at most 64 MiB there): OpenBLAS
+    # alone is 35 MiB, compressed 10.
+    archive = out.with_name(out.name + ".tar.xz")
+    subprocess.run(["tar", "cJf", str(archive), "-C", str(out.parent), out.name], check=True)
+    print(f"prepared {out}: {len(manifest['models'])} models and the GPT's training "
+          f"step, {size / 2**20:.1f} MiB; to carry: {archive} "
+          f"({archive.stat().st_size / 2**20:.1f} MiB)")
+    return 0
+
+
+def compare(actual, expected):
+    if actual.shape != expected.shape:
+        return False, float("inf")
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    error = np.abs(a - e)
+    scale = float(np.abs(e).max(initial=0))
+    ok = bool(np.all((error <= MODEL_RTOL * (np.abs(e) + scale)) | (np.isnan(a) & np.isnan(e))))
+    return ok, float(np.nanmax(error)) if error.size else 0.0
+
+
+def execute(command, cwd):
+    run = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if run.returncode == NO_CUDA_DEVICE:
+        print(run.stderr.strip())
+        sys.exit(NO_CUDA_DEVICE)
+    if run.returncode != 0:
+        lines = (run.stderr or run.stdout).strip().splitlines()
+        raise RuntimeError(lines[-1] if lines else f"exit status {run.returncode}")
+    return run
+
+
+def run(args):
+    base = pathlib.Path(args.dir).resolve()
+    checks = json.loads((base / "checks.json").read_text())
+    passed = failed = 0
+
+    def report(name, ok, detail):
+        nonlocal passed, failed
+        print(f"{name}: {'PASS' if ok else 'FAIL'}: {detail}")
+        passed += ok
+        failed += not ok
+
+    for model in checks["models"]:
+        work = base / model["name"]
+        command = [str(work / "model")]
+        for name in model["inputs"]:
+            command += ["--input", f"{name}={work / f'input.{name}.npy'}"]
+        for name in model["outputs"]:
+            command += ["--output", f"{name}={work / f'gpu.{name}.npy'}"]
+        try:
+            execute(command, work)
+        except RuntimeError as error:
+            report(model["name"], False, str(error))
+            continue
+        results = [(name,) + compare(np.load(work / f"gpu.{name}.npy"),
+                                     np.load(work / f"expected.{name}.npy"))
+                   for name in model["outputs"]]
+        report(model["name"], all(r[1] for r in results),
+               "; ".join(f"{n} vs cpu: max abs error {e:.3g}" for n, _, e in results))
+    gpt = base / "gpt"
+    try:
+        execute([str(gpt / "train"), "--data", str(gpt / "data.tokens"), "--log",
+                 str(gpt / "gpu.jsonl")] + checks["gpt"]["args"], gpt)
+        losses = [[json.loads(line)["loss"] for line in open(gpt / name)]
+                  for name in ("cpu.jsonl", "gpu.jsonl")]
+        worst = max(abs(g - c) / abs(c) for c, g in zip(*losses))
+        report(f"gpt training, {GPT_STEPS} steps",
+               len(losses[1]) == GPT_STEPS and worst <= LOSS_RTOL,
+               f"largest relative loss difference {worst:.3g} (rtol {LOSS_RTOL:g})")
+    except RuntimeError as error:
+        report(f"gpt training, {GPT_STEPS} steps", False, str(error))
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("dir")
+    p.add_argument("--weftc", required=True)
+    p.add_argument("--models", required=True)
+    p.add_argument("--data", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("dir")
+    args = parser.parse_args()
+    return prepare(args) if args.mode == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
