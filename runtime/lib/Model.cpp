@@ -147,7 +147,7 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
     buffer->info.local_shape = buffer->localShape.data();
     buffer->info.sharding = buffer->specText.c_str();
   }
-  if (weightBytes) {
+  if (weightBytes && weightsPath) {
     int fd = open(weightsPath, O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -236,8 +236,10 @@ int weft_model_set_rank(weft_model *model, int rank, char *error,
     Buffer &buffer = *model->buffers[i];
     if (buffer.info.role == WEFT_PARAM) {
       int64_t shard = buffer.spec.shardIndex(coordinates, model->mesh);
-      model->argv[i] = static_cast<char *>(model->weights) + buffer.offset +
-                       shard * buffer.shardStride;
+      model->argv[i] = model->weights
+                           ? static_cast<char *>(model->weights) +
+                                 buffer.offset + shard * buffer.shardStride
+                           : nullptr;
     } else if (buffer.info.role == WEFT_OUTPUT && !buffer.owned) {
       model->argv[i] = buffer.owned = allocateHost(buffer.info.local_bytes);
     } else if (buffer.info.role == WEFT_STATE && !buffer.owned) {

@@ -204,6 +204,8 @@ int main(int argc, char **argv) {
              "[--output NAME=FILE]... [--repeat N] [--threads N]\n"
              "       %s --data TOKENS [--steps N] [--lr X] [--min-lr X] "
              "[--warmup N] [--seed N] [--log FILE] [--print-every N]\n"
+             "         [--init-seed N]   (random parameters, GPT-2 style, "
+             "instead of the weights file)\n"
              "         [--ckpt-dir DIR [--save-every N] [--resume]] "
              "[--resume-from CHECKPOINT] [--peak-tflops X] [--trace FILE]\n"
              "         (a model compiled with weftc --train)\n"
@@ -226,6 +228,12 @@ int main(int argc, char **argv) {
       training.minLr = atof(value("--min-lr").c_str());
     } else if (is("--warmup")) {
       training.warmup = atoll(value("--warmup").c_str());
+    } else if (is("--init-seed")) {
+      std::string seed = value("--init-seed");
+      char *end = nullptr;
+      training.initSeed = strtoll(seed.c_str(), &end, 10);
+      if (seed.empty() || *end || training.initSeed < 0)
+        return fail("--init-seed needs a non-negative integer");
     } else if (is("--seed")) {
       training.seed = strtoull(value("--seed").c_str(), nullptr, 10);
       training.seedGiven = true;
@@ -323,11 +331,15 @@ int main(int argc, char **argv) {
       return fail("--weights names one file, and a pipeline reads one per pp "
                   "rank (<executable>.pp<r>.weights)");
   }
-  if (weightsPath.empty())
+  if (training.initSeed >= 0 && !weightsPath.empty())
+    return fail("--init-seed starts from random parameters, and --weights "
+                "names a file of them: pass one");
+  if (weightsPath.empty() && training.initSeed < 0)
     weightsPath = defaultWeightsPath(argv[0], pipelineRank);
   char error[1024];
-  weft_model *model =
-      weft_model_open(manifest, weightsPath.c_str(), error, sizeof(error));
+  weft_model *model = weft_model_open(
+      manifest, weightsPath.empty() ? nullptr : weightsPath.c_str(), error,
+      sizeof(error));
   if (!model)
     return fail(error);
   setCurrentWorld(world.get());

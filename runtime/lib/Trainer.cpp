@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <omp.h>
+#include <random>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,6 +34,72 @@
 
 namespace weft::runtime {
 namespace {
+
+/// The model's depth for --init-seed's residual scaling: one more than the
+/// largest layer index in a param name ("h.11.attn...", "layers.3...").
+int64_t countLayers(const std::map<std::string, size_t> &params) {
+  int64_t layers = 1;
+  for (auto &[name, i] : params)
+    for (size_t dot = name.find('.'); dot != std::string::npos;
+         dot = name.find('.', dot + 1)) {
+      size_t end = name.find('.', dot + 1);
+      std::string part = name.substr(dot + 1, end - dot - 1);
+      if (end != std::string::npos && !part.empty() &&
+          part.find_first_not_of("0123456789") == std::string::npos) {
+        layers = std::max<int64_t>(layers, atoll(part.c_str()) + 1);
+        break;
+      }
+    }
+  return layers;
+}
+
+bool contains(const std::string &text, const char *part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// This rank's shard of param `info`, drawn as TrainOptions::initSeed says.
+bool initializeParameter(const weft_buffer_info *info, int64_t seed,
+                         int64_t layers, const MeshShape &mesh,
+                         const std::vector<int64_t> &coordinates, void *local,
+                         std::string &message) {
+  std::string name = info->name;
+  if (seed < 0) {
+    message = "param '" + name + "' has no data (no weights file)";
+    return false;
+  }
+  if (info->dtype != WEFT_F32) {
+    message = "--init-seed draws f32 params, and '" + name + "' is " +
+              weft_dtype_name(info->dtype);
+    return false;
+  }
+  std::vector<int64_t> shape(info->shape, info->shape + info->rank);
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  std::vector<float> whole(count);
+  if (info->rank >= 2) {
+    double std = 0.02;
+    if (contains(name, "c_proj") || contains(name, "o_proj") ||
+        contains(name, "out_proj") || contains(name, "down_proj"))
+      std /= std::sqrt(2.0 * double(layers));
+    // FNV-1a of the name: each param has its own stream.
+    uint64_t hash = 1469598103934665603ull;
+    for (char c : name)
+      hash = (hash ^ uint8_t(c)) * 1099511628211ull;
+    std::mt19937_64 generator(uint64_t(seed) ^ hash);
+    std::normal_distribution<float> normal(0.0f, float(std));
+    for (float &x : whole)
+      x = normal(generator);
+  } else {
+    bool scale = (contains(name, "ln") || contains(name, "norm")) &&
+                 !contains(name, "bias");
+    std::fill(whole.begin(), whole.end(), scale ? 1.0f : 0.0f);
+  }
+  ShardSpec spec = bufferSpec(info);
+  spec.extract(whole.data(), local, shape, sizeof(float),
+               spec.shardIndex(coordinates, mesh), mesh);
+  return true;
+}
 
 int fail(int rank, const std::string &message) {
   fprintf(stderr, "error: rank %d: %s\n", rank, message.c_str());
@@ -168,12 +235,22 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
                           " tokens; a sequence needs " +
                           std::to_string(seq + 1));
 
-  // Writable copies of this rank's parameter shards.
+  // Writable copies of this rank's parameter shards, from the weights
+  // file or drawn from --init-seed.
   std::vector<std::vector<char>> paramCopies;
+  int64_t layers = countLayers(params);
   for (auto &[name, i] : params) {
     const weft_buffer_info *info = weft_model_buffer(model, i);
     const char *mapped = static_cast<const char *>(weft_model_data(model, i));
-    paramCopies.emplace_back(mapped, mapped + info->local_bytes);
+    if (mapped) {
+      paramCopies.emplace_back(mapped, mapped + info->local_bytes);
+    } else {
+      paramCopies.emplace_back(info->local_bytes);
+      if (std::string message; !initializeParameter(
+              info, options.initSeed, layers, mesh, world.coordinates,
+              paramCopies.back().data(), message))
+        return fail(rank, message);
+    }
     weft_model_bind(model, i, paramCopies.back().data());
   }
   // Each fed-back output and the buffer it replaces.

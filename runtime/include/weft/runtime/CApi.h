@@ -58,8 +58,10 @@ typedef struct weft_buffer_info {
 
 typedef struct weft_model weft_model;
 
-/* Opens a model: parses the manifest and maps the weights file. Returns NULL
- * and writes a one-line message to `error` on failure. */
+/* Opens a model: parses the manifest and maps the weights file (with
+ * `weights_path` NULL, no file: the caller binds every param with
+ * weft_model_bind). Returns NULL and writes a one-line message to `error` on
+ * failure. */
 weft_model *weft_model_open(const char *manifest, const char *weights_path,
                             char *error, size_t error_size);
 void weft_model_close(weft_model *model);

@@ -28,6 +28,12 @@ struct TrainOptions {
   bool seedGiven = false;    // --seed was passed (else a resume keeps it)
   double peakTflops = 0;     // one rank's peak, for MFU (0: estimated)
   std::string trace;         // a Chrome trace of every step (weft/Trace.h)
+  /// >= 0: the parameters start from this seed, GPT-2 style (no weights
+  /// file): matrices normal(0, 0.02), residual projections (c_proj, o_proj,
+  /// out_proj, down_proj) scaled by 1/sqrt(2 layers), norm scales 1, biases
+  /// 0. Each parameter is drawn whole from the seed and its name, then
+  /// split, so every mesh starts from the same model.
+  int64_t initSeed = -1;
 };
 
 /// Runs `options.steps` training steps of `model` (compiled with
