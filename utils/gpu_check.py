@@ -6,8 +6,8 @@
       the bundled GPT's training step with --target=cuda into DIR, with
       their inputs and the CPU backend's outputs and losses as references,
       and copies the shared libraries the executables need from this machine
-      (OpenBLAS, libomp) into DIR/lib; DIR.tar.xz is what the GPU machine
-      gets.
+      (OpenBLAS, libomp) into DIR/lib. DIR is what the GPU machine gets
+      (utils/gpu_check.sh packs it with the bench).
   gpu_check.py run DIR
       On the GPU machine (python3 with numpy; no Weft, no MLIR): runs every
       executable on the GPU and compares: each shared model's outputs with
@@ -94,13 +94,8 @@ def prepare(args):
     (out / "checks.json").write_text(json.dumps(manifest, indent=1))
     shutil.copy(__file__, out / "gpu_check.py")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    # What is carried to the GPU machine (at most 64 MiB there): OpenBLAS
-    # alone is 35 MiB, compressed 10.
-    archive = out.with_name(out.name + ".tar.xz")
-    subprocess.run(["tar", "cJf", str(archive), "-C", str(out.parent), out.name], check=True)
     print(f"prepared {out}: {len(manifest['models'])} models and the GPT's training "
-          f"step, {size / 2**20:.1f} MiB; to carry: {archive} "
-          f"({archive.stat().st_size / 2**20:.1f} MiB)")
+          f"step, {size / 2**20:.1f} MiB")
     return 0
 
 

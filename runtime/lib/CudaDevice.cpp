@@ -237,10 +237,15 @@ const Blas &blas() {
   static std::once_flag once;
   std::call_once(once, [] {
     const Driver &cuda = driver();
+    // On the library path, else in the toolkit.
+    std::string toolkit =
+        getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda";
     void *library = nullptr;
-    for (const char *name :
-         {"libcublas.so.13", "libcublas.so.12", "libcublas.so"})
-      if ((library = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+    for (const std::string &name :
+         {std::string("libcublas.so.13"), std::string("libcublas.so.12"),
+          toolkit + "/lib64/libcublas.so.13",
+          toolkit + "/lib64/libcublas.so.12"})
+      if ((library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)))
         break;
     auto fail = [](const std::string &why) {
       fprintf(stderr, "error: CUDA: %s\n", why.c_str());

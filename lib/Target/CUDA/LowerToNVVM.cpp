@@ -28,7 +28,8 @@ static std::string kernelsPipeline(const weft::LoweringOptions &options,
   return weft::bufferizedLinalgPipeline(options) +
          "weft-contractions-to-blas{callee=" + gemm.str() +
          " require-unit-strides=1},"
-         "weft-strided-copies-to-loops,func.func(weft-gpu-row-reductions),"
+         "weft-strided-copies-to-loops,"
+         "func.func(weft-gpu-row-reductions,weft-gpu-tiled-transposes),"
          "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
          "weft-gpu-launch-loops),"
          "weft-gpu-device-memory,";

@@ -96,6 +96,39 @@ def WeftGpuRowReductions : Pass<"weft-gpu-row-reductions", "::mlir::func::FuncOp
   ];
 }
 
+def WeftGpuTiledTransposes : Pass<"weft-gpu-tiled-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Run each transpose of the innermost dim through shared memory";
+  let description = [{
+    A `linalg.transpose` on memrefs that moves the innermost dim reads one
+    buffer along its rows and writes the other across them: one thread per
+    element would make one of the two strided. This pass makes it a
+    launch of one block per 32 x 32 tile (the tiles of the two dims that are
+    innermost in the input and in the output, and every index of the other
+    dims, linearized into the grid). A block of 32 x 8 threads reads its
+    tile along the input's rows into shared memory (32 x 33 elements: the
+    padding column puts a column's 32 elements in 32 different banks),
+    waits at a `gpu.barrier`, and writes the transposed tile along the
+    output's rows; each thread moves 4 elements each way, and the edges of
+    the tensor are guarded. A transpose that keeps the innermost dim in place
+    copies whole rows and is left to `weft-gpu-launch-loops`.
+
+    ```mlir
+    linalg.transpose ins(%x : memref<64x96xf32>) outs(%y : memref<96x64xf32>) permutation = [1, 0]
+    // becomes
+    gpu.launch blocks(%b, ...) in (%c6, ...) threads(%tx, %ty, ...) in (%c32, %c8, ...)
+        workgroup(%tile : memref<32x33xf32, #gpu.address_space<workgroup>>) {
+      ... memref.load %x[%row, %col] ... memref.store %v, %tile[%ty, %tx] ...
+      gpu.barrier
+      ... memref.load %tile[%tx, %ty] ... memref.store %v, %y[%row2, %col2] ...
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
+  ];
+}
+
 def WeftGpuDeviceMemory : Pass<"weft-gpu-device-memory", "::mlir::ModuleOp"> {
   let summary = "Put the buffers of host code in device memory";
   let description = [{

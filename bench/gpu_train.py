@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""GPU training bench: Weft's CUDA training step beside PyTorch eager and
+torch.compile on the same GPU, model, batch and sequence, in one run.
+
+  gpu_train.py prepare DIR [--weftc WEFTC] [--layers 12 --hidden 768
+      --heads 12 --vocab 50257 --seq 1024 --batch 8]
+      On a machine with Weft (no GPU needed): compiles the GPT-2-style
+      training step (default GPT-2 small, 124M) with --target=cuda into DIR
+      (no weights: the run draws them, --init-seed), with the libraries the
+      GPU machine lacks (utils/gpu_check.sh packs it with the checks).
+  gpu_train.py run DIR [--steps 12] [--device cuda]
+      On the GPU machine (PyTorch with CUDA): trains Weft's step and
+      PyTorch's (nanoGPT's model: same shapes, AdamW, clipping) from random
+      parameters on random tokens, and prints the median tokens/s of each,
+      MFU, and Weft's ratio to each PyTorch mode at the same precision.
+
+Weft's CUDA step is float32 (no bf16 GEMMs yet): it is compared with
+PyTorch in float32 (TF32 off); PyTorch's bf16 autocast rows show the
+target. MFU counts 6 N + 12 L T d FLOP per token (PaLM's) against the GPU's
+peak for the precision (--peak-f32, --peak-bf16; default H100/H200 SXM:
+67 and 989 TFLOP/s)."""
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NO_CUDA_DEVICE = 69
+
+
+def prepare(args):
+    out = pathlib.Path(args.dir).resolve()
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "lib").mkdir(parents=True)
+    shape = {k: getattr(args, k) for k in ("layers", "hidden", "heads", "vocab", "seq", "batch")}
+    onnx_path = out / "gpt.onnx"
+    subprocess.run([sys.executable, str(ROOT / "utils" / "gen_gpt2.py"), "-o", str(onnx_path),
+                    "--zero-weights", "--external-data"] +
+                   [f"--{k}={v}" for k, v in shape.items()], check=True,
+                   stdout=subprocess.DEVNULL)
+    start = time.time()
+    subprocess.run([args.weftc, str(onnx_path), "--train", "--target=cuda", "-o",
+                    str(out / "train")], check=True)
+    compile_seconds = time.time() - start
+    for path in out.glob("gpt.onnx*"):
+        path.unlink()
+    (out / "train.weights").unlink()
+    shutil.copy(ROOT / "data" / "tinyshakespeare.tokens", out / "data.tokens")
+    ldd = subprocess.run(["ldd", str(out / "train")], capture_output=True, text=True).stdout
+    for line in ldd.splitlines():
+        parts = line.split("=>")
+        if len(parts) == 2 and any(k in parts[0] for k in
+                                   ("openblas", "gfortran", "quadmath", "libomp")):
+            shutil.copy(parts[1].split()[0], out / "lib")
+    (out / "shape.json").write_text(json.dumps(shape))
+    shutil.copy(__file__, out / "gpu_train.py")
+    print(f"prepared {out} ({compile_seconds:.0f} s to compile)")
+    return 0
+
+
+def flops_per_token(shape):
+    d, layers, vocab, seq = shape["hidden"], shape["layers"], shape["vocab"], shape["seq"]
+    params = vocab * d + seq * d + layers * (12 * d * d + 13 * d) + 2 * d
+    return 6 * params + 12 * layers * seq * d
+
+
+def weft_rate(base, shape, steps, env):
+    log = base / "weft.jsonl"
+    run = subprocess.run([str(base / "train"), "--init-seed", "1", "--data",
+                          str(base / "data.tokens"), "--steps", str(steps), "--lr", "3e-4",
+                          "--log", str(log), "--print-every", str(steps)],
+                         capture_output=True, text=True, env=env)
+    if run.returncode == NO_CUDA_DEVICE:
+        print(run.stderr.strip())
+        sys.exit(NO_CUDA_DEVICE)
+    if run.returncode != 0:
+        lines = (run.stderr or run.stdout).strip().splitlines()
+        raise RuntimeError(lines[-1] if lines else f"exit status {run.returncode}")
+    rates = [json.loads(line)["tokens_per_s"] for line in open(log)][2:]
+    return statistics.median(rates)
+
+
+def torch_rate(shape, steps, device, precision, compiled):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    d, heads, layers = shape["hidden"], shape["heads"], shape["layers"]
+    vocab, seq, batch = shape["vocab"], shape["seq"], shape["batch"]
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.c_attn, self.attn_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.c_fc, self.mlp_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
+            shape_ = (x.shape[0], x.shape[1], heads, d // heads)
+            q, k, v = (t.view(shape_).transpose(1, 2) for t in (q, k, v))
+            if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                scores = (q @ k.transpose(-2, -1)) / (d // heads) ** 0.5
+                causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool,
+                                    device=x.device).tril()
+                y = scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v
+            x = x + self.attn_proj(y.transpose(1, 2).reshape(x.shape))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+            self.blocks = nn.ModuleList(Block() for _ in range(layers))
+            self.ln_f = nn.LayerNorm(d)
+
+        def forward(self, ids, labels):
+            x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device))
+            for block in self.blocks:
+                x = block(x)
+            logits = self.ln_f(x) @ self.wte.weight.t()
+            return F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1))
+
+    torch.manual_seed(0)
+    model = GPT().to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    step_fn = model
+    if compiled:
+        step_fn = torch.compile(model)
+    tokens = torch.randint(0, vocab, (batch, seq + 1), device=device)
+    ids, labels = tokens[:, :-1], tokens[:, 1:]
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        with torch.autocast(device_type=device, dtype=torch.bfloat16,
+                            enabled=precision == "bf16"):
+            loss = step_fn(ids, labels)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return batch * seq / statistics.median(times[2:])
+
+
+def run(args):
+    base = pathlib.Path(args.dir).resolve()
+    shape = json.loads((base / "shape.json").read_text())
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = ":".join(filter(None, [str(base / "lib"), env.get("LD_LIBRARY_PATH")]))
+    per_token = flops_per_token(shape)
+    peak = {"f32": args.peak_f32 * 1e12, "bf16": args.peak_bf16 * 1e12}
+    rows = []
+    try:
+        rows.append(("weft cuda", "f32", weft_rate(base, shape, args.steps, env)))
+    except RuntimeError as error:
+        print(f"weft cuda: FAIL: {error}")
+    for precision in ("f32", "bf16"):
+        for compiled in (False, True):
+            name = "torch.compile" if compiled else "pytorch eager"
+            try:
+                rows.append((name, precision,
+                             torch_rate(shape, args.steps, args.device, precision, compiled)))
+            except Exception as error:  # a mode this PyTorch lacks
+                print(f"{name} {precision}: not run: {str(error).splitlines()[0]}")
+    print(f"GPT {shape['layers']} layers x {shape['hidden']}, vocab {shape['vocab']}, "
+          f"batch {shape['batch']} x seq {shape['seq']}: {per_token / 1e9:.2f} GFLOP "
+          f"per token")
+    for name, precision, rate in rows:
+        mfu = 100 * rate * per_token / peak[precision]
+        print(f"{name:14s} {precision:5s} {rate:12.0f} tokens/s  MFU {mfu:6.2f}%")
+    weft = [r for n, p, r in rows if n == "weft cuda"]
+    for name, precision, rate in rows:
+        if weft and name != "weft cuda" and precision == "f32":
+            print(f"weft / {name} f32: {weft[0] / rate:.3f}x")
+    return 0 if weft else 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("dir")
+    p.add_argument("--weftc", default=str(ROOT / "build" / "bin" / "weftc"))
+    for name, default in (("layers", 12), ("hidden", 768), ("heads", 12),
+                          ("vocab", 50257), ("seq", 1024), ("batch", 8)):
+        p.add_argument(f"--{name}", type=int, default=default)
+    r = sub.add_parser("run")
+    r.add_argument("dir")
+    r.add_argument("--steps", type=int, default=12)
+    r.add_argument("--device", default="cuda")
+    r.add_argument("--peak-f32", type=float, default=67.0)
+    r.add_argument("--peak-bf16", type=float, default=989.0)
+    args = parser.parse_args()
+    return prepare(args) if args.mode == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
