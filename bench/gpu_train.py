@@ -31,7 +31,9 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-NO_CUDA_DEVICE = 69
+# Beside this script in a bundle, in utils/ in the repository.
+sys.path[:0] = [str(pathlib.Path(__file__).resolve().parent), str(ROOT / "utils")]
+from gpu_bundle import copy_host_libraries, run_on_gpu, ship  # noqa: E402
 
 
 def prepare(args):
@@ -53,12 +55,8 @@ def prepare(args):
         path.unlink()
     (out / "train.weights").unlink()
     shutil.copy(ROOT / "data" / "tinyshakespeare.tokens", out / "data.tokens")
-    ldd = subprocess.run(["ldd", str(out / "train")], capture_output=True, text=True).stdout
-    for line in ldd.splitlines():
-        parts = line.split("=>")
-        if len(parts) == 2 and any(k in parts[0] for k in
-                                   ("openblas", "gfortran", "quadmath", "libomp")):
-            shutil.copy(parts[1].split()[0], out / "lib")
+    copy_host_libraries(out / "train", out / "lib")
+    ship(out / "lib")
     (out / "shape.json").write_text(json.dumps(shape))
     shutil.copy(__file__, out / "gpu_train.py")
     print(f"prepared {out} ({compile_seconds:.0f} s to compile)")
@@ -71,18 +69,11 @@ def flops_per_token(shape):
     return 6 * params + 12 * layers * seq * d
 
 
-def weft_rate(base, shape, steps, env):
+def weft_rate(base, steps, env):
     log = base / "weft.jsonl"
-    run = subprocess.run([str(base / "train"), "--init-seed", "1", "--data",
-                          str(base / "data.tokens"), "--steps", str(steps), "--lr", "3e-4",
-                          "--log", str(log), "--print-every", str(steps)],
-                         capture_output=True, text=True, env=env)
-    if run.returncode == NO_CUDA_DEVICE:
-        print(run.stderr.strip())
-        sys.exit(NO_CUDA_DEVICE)
-    if run.returncode != 0:
-        lines = (run.stderr or run.stdout).strip().splitlines()
-        raise RuntimeError(lines[-1] if lines else f"exit status {run.returncode}")
+    run_on_gpu([str(base / "train"), "--init-seed", "1", "--data",
+                str(base / "data.tokens"), "--steps", str(steps), "--lr", "3e-4",
+                "--log", str(log), "--print-every", str(steps)], base, env)
     rates = [json.loads(line)["tokens_per_s"] for line in open(log)][2:]
     return statistics.median(rates)
 
@@ -165,7 +156,7 @@ def run(args):
     peak = {"f32": args.peak_f32 * 1e12, "bf16": args.peak_bf16 * 1e12}
     rows = []
     try:
-        rows.append(("weft cuda", "f32", weft_rate(base, shape, args.steps, env)))
+        rows.append(("weft cuda", "f32", weft_rate(base, args.steps, env)))
     except RuntimeError as error:
         print(f"weft cuda: FAIL: {error}")
     for precision in ("f32", "bf16"):

@@ -27,10 +27,11 @@ import sys
 
 import numpy as np
 
+from gpu_bundle import copy_host_libraries, run_on_gpu, ship
+
 GPT_STEPS = 50
 MODEL_RTOL = 1e-4
 LOSS_RTOL = 1e-3
-NO_CUDA_DEVICE = 69
 
 
 def prepare(args):
@@ -83,14 +84,8 @@ def prepare(args):
         path.unlink()
     shutil.copy(args.data, gpt / "data.tokens")
     manifest["gpt"] = {"args": train}
-    # The executables' libraries from this machine, which the GPU machine
-    # may lack (it has no LLVM).
-    ldd = subprocess.run(["ldd", str(gpt / "train")], capture_output=True, text=True).stdout
-    for line in ldd.splitlines():
-        parts = line.split("=>")
-        if len(parts) == 2 and any(k in parts[0] for k in
-                                   ("openblas", "gfortran", "quadmath", "libomp")):
-            shutil.copy(parts[1].split()[0], out / "lib")
+    copy_host_libraries(gpt / "train", out / "lib")
+    ship(out / "lib")
     (out / "checks.json").write_text(json.dumps(manifest, indent=1))
     shutil.copy(__file__, out / "gpu_check.py")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
@@ -107,17 +102,6 @@ def compare(actual, expected):
     scale = float(np.abs(e).max(initial=0))
     ok = bool(np.all((error <= MODEL_RTOL * (np.abs(e) + scale)) | (np.isnan(a) & np.isnan(e))))
     return ok, float(np.nanmax(error)) if error.size else 0.0
-
-
-def execute(command, cwd):
-    run = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    if run.returncode == NO_CUDA_DEVICE:
-        print(run.stderr.strip())
-        sys.exit(NO_CUDA_DEVICE)
-    if run.returncode != 0:
-        lines = (run.stderr or run.stdout).strip().splitlines()
-        raise RuntimeError(lines[-1] if lines else f"exit status {run.returncode}")
-    return run
 
 
 def run(args):
@@ -139,7 +123,7 @@ def run(args):
         for name in model["outputs"]:
             command += ["--output", f"{name}={work / f'gpu.{name}.npy'}"]
         try:
-            execute(command, work)
+            run_on_gpu(command, work)
         except RuntimeError as error:
             report(model["name"], False, str(error))
             continue
@@ -150,7 +134,7 @@ def run(args):
                "; ".join(f"{n} vs cpu: max abs error {e:.3g}" for n, _, e in results))
     gpt = base / "gpt"
     try:
-        execute([str(gpt / "train"), "--data", str(gpt / "data.tokens"), "--log",
+        run_on_gpu([str(gpt / "train"), "--data", str(gpt / "data.tokens"), "--log",
                  str(gpt / "gpu.jsonl")] + checks["gpt"]["args"], gpt)
         losses = [[json.loads(line)["loss"] for line in open(gpt / name)]
                   for name in ("cpu.jsonl", "gpu.jsonl")]

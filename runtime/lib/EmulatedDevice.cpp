@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <string>
 
@@ -78,28 +77,31 @@ void forgetAllocation(const void *begin) {
 
 namespace {
 
+/// Host memory, as the CPU device's, whose allocations are recorded.
 class EmulatedCudaDevice final : public Device {
 public:
   EmulatedCudaDevice() { emulation::emulating = true; }
   const char *name() const override { return kEmulatedCudaDevice; }
   void *allocate(size_t bytes) override {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    void *memory = std::aligned_alloc(64, rounded ? rounded : 64);
+    void *memory = host->allocate(bytes);
     if (memory)
       emulation::recordAllocation(memory, bytes);
     return memory;
   }
   void deallocate(void *pointer) override {
     emulation::forgetAllocation(pointer);
-    std::free(pointer);
+    host->deallocate(pointer);
   }
   void copyFromHost(void *device, const void *host, size_t bytes) override {
-    std::memcpy(device, host, bytes);
+    this->host->copyFromHost(device, host, bytes);
   }
   void copyToHost(void *host, const void *device, size_t bytes) override {
-    std::memcpy(host, device, bytes);
+    this->host->copyToHost(host, device, bytes);
   }
   void synchronize() override {}
+
+private:
+  std::unique_ptr<Device> host = createCpuDevice();
 };
 
 } // namespace
