@@ -1,5 +1,6 @@
 //===- StridedCopies.cpp - Copies of strided buffers as loops -------------===//
 
+#include "weft/Lowering/Memrefs.h"
 #include "weft/Lowering/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -16,18 +17,13 @@ using namespace mlir;
 
 namespace {
 
-bool contiguous(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  return memref && memref.getLayout().isIdentity();
-}
-
 struct StridedCopyToLinalg : OpRewritePattern<memref::CopyOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(memref::CopyOp copy,
                                 PatternRewriter &rewriter) const override {
     Type source = copy.getSource().getType(), target = copy.getTarget().getType();
     if (!isa<MemRefType>(source) || !isa<MemRefType>(target) ||
-        (contiguous(source) && contiguous(target)))
+        (weft::isContiguousMemRef(source) && weft::isContiguousMemRef(target)))
       return failure();
     rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
                                                 copy.getTarget());

@@ -149,8 +149,12 @@ const Driver *loadDriver(std::string &error) {
     error = failure;
     return nullptr;
   }
-  // The context is per thread; making it current is cheap.
-  driver.ctxSetCurrent(driver.context);
+  // The current context is per thread: once on each thread that calls.
+  thread_local bool current = false;
+  if (!current) {
+    driver.ctxSetCurrent(driver.context);
+    current = true;
+  }
   return &driver;
 }
 

@@ -23,9 +23,9 @@ void forgetAllocation(const void *begin);
 /// Ends the run with one line when `bytes` bytes at `address`, reached
 /// through a buffer whose data starts at `base`, are not all inside the
 /// device allocation holding `base` (or no allocation holds it: a host
-/// pointer); `who` names the kernel or library call.
+/// pointer); `kind` and `name` name the accessor ("kernel", "main #3").
 void checkAccess(uintptr_t base, uintptr_t address, int64_t bytes, bool isWrite,
-                 const char *who);
+                 const char *kind, const char *name);
 
 } // namespace weft::runtime::emulation
 

@@ -15,7 +15,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 
 extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC);
@@ -28,15 +27,15 @@ void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
                       bool isWrite) {
   using weft::runtime::View;
   View view = weft::runtime::viewOf(rank, descriptor);
-  std::string who = std::string("GEMM (cuBLAS) operand ") + name;
   if (!weft::runtime::columnMajorLayout(
           view.sizes[rank - 2], view.sizes[rank - 1], view.strides[rank - 2],
           view.strides[rank - 1])) {
     fprintf(stderr,
-            "error: emulated CUDA %s has strides %" PRId64 " and %" PRId64
+            "error: emulated CUDA GEMM (cuBLAS) operand %s has strides %" PRId64
+            " and %" PRId64
             ": cuBLAS cannot read it (weft-contractions-to-blas should "
             "have kept it a kernel)\n",
-            who.c_str(), view.strides[rank - 2], view.strides[rank - 1]);
+            name, view.strides[rank - 2], view.strides[rank - 1]);
     fflush(nullptr);
     std::_Exit(1);
   }
@@ -48,9 +47,10 @@ void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
     (span < 0 ? low : high) += span;
   }
   auto base = reinterpret_cast<uintptr_t>(view.aligned);
-  weft::runtime::emulation::checkAccess(
-      base, base + low * sizeof(float),
-      (high - low + 1) * int64_t(sizeof(float)), isWrite, who.c_str());
+  weft::runtime::emulation::checkAccess(base, base + low * sizeof(float),
+                                        (high - low + 1) *
+                                            int64_t(sizeof(float)),
+                                        isWrite, "GEMM (cuBLAS) operand", name);
 }
 
 } // namespace

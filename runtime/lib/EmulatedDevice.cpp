@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <string>
 
 namespace weft::runtime {
 namespace emulation {
@@ -114,25 +113,25 @@ std::unique_ptr<Device> createEmulatedCudaDevice() {
 
 void weft::runtime::emulation::checkAccess(uintptr_t base, uintptr_t address,
                                            int64_t bytes, bool isWrite,
-                                           const char *who) {
+                                           const char *kind, const char *name) {
   uintptr_t begin;
   size_t size;
   const char *what = isWrite ? "writes" : "reads";
   if (!findAllocation(base, begin, size)) {
     fprintf(stderr,
-            "error: emulated CUDA %s %s %" PRId64 " bytes at 0x%" PRIx64
+            "error: emulated CUDA %s %s %s %" PRId64 " bytes at 0x%" PRIx64
             " through a pointer to host memory, which a GPU cannot read: no "
             "device allocation holds 0x%" PRIx64 "\n",
-            who, what, bytes, uint64_t(address), uint64_t(base));
+            kind, name, what, bytes, uint64_t(address), uint64_t(base));
     fflush(nullptr);
     std::_Exit(1);
   }
   int64_t offset = int64_t(address - begin);
   if (address < begin || offset + bytes > int64_t(size)) {
     fprintf(stderr,
-            "error: emulated CUDA %s %s bytes [%" PRId64 ", %" PRId64
+            "error: emulated CUDA %s %s %s bytes [%" PRId64 ", %" PRId64
             ") of a %zu-byte device allocation: out of bounds\n",
-            who, what, offset, offset + bytes, size);
+            kind, name, what, offset, offset + bytes, size);
     fflush(nullptr);
     std::_Exit(1);
   }
@@ -144,8 +143,7 @@ void weft::runtime::emulation::checkAccess(uintptr_t base, uintptr_t address,
 extern "C" void weft_emulation_check_access(int64_t base, int64_t address,
                                             int64_t bytes, int64_t isWrite,
                                             int64_t kernel) {
-  std::string who =
-      std::string("kernel ") + reinterpret_cast<const char *>(kernel);
   weft::runtime::emulation::checkAccess(uintptr_t(base), uintptr_t(address),
-                                        bytes, isWrite, who.c_str());
+                                        bytes, isWrite, "kernel",
+                                        reinterpret_cast<const char *>(kernel));
 }

@@ -7,10 +7,11 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
-bool weft::linkExecutable(llvm::ArrayRef<std::string> objects,
-                          llvm::StringRef output,
-                          llvm::StringRef runtimeDirectory, bool partitioned,
-                          std::string &error) {
+bool weft::RuntimeLinkedTarget::link(llvm::ArrayRef<std::string> objects,
+                                     llvm::StringRef output,
+                                     llvm::StringRef runtimeDirectory,
+                                     bool partitioned,
+                                     std::string &error) const {
   auto linker = llvm::sys::findProgramByName("c++");
   if (!linker) {
     error = "no C++ compiler driver 'c++' on PATH to link with";

@@ -60,19 +60,13 @@ void weft::registerCPUPipelines() {
 }
 
 namespace {
-class CPUTarget final : public weft::Target {
+class CPUTarget final : public weft::RuntimeLinkedTarget {
 public:
   llvm::StringRef name() const override { return "cpu"; }
   llvm::StringRef device() const override { return weft::runtime::kCpuDevice; }
   void buildLowering(OpPassManager &pm,
                      const weft::LoweringOptions &options) const override {
     weft::buildLowerToLLVMPipeline(pm, options);
-  }
-  bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
-            llvm::StringRef runtimeDirectory, bool partitioned,
-            std::string &error) const override {
-    return weft::linkExecutable(objects, output, runtimeDirectory, partitioned,
-                                error);
   }
 };
 } // namespace

@@ -1,5 +1,6 @@
 //===- DeviceMemory.cpp - Host code's buffers in device memory ------------===//
 
+#include "weft/Lowering/Memrefs.h"
 #include "weft/Target/CUDA/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -12,11 +13,6 @@ namespace weft {
 using namespace mlir;
 
 namespace {
-
-bool contiguous(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  return memref && memref.getLayout().isIdentity();
-}
 
 bool inKernel(Operation *op) {
   return op->getParentOfType<gpu::LaunchOp>() ||
@@ -54,8 +50,8 @@ LogicalResult moveToDevice(func::FuncOp func) {
                              dealloc.getMemref());
       rewriter.eraseOp(dealloc);
     } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
-      if (!contiguous(copy.getSource().getType()) ||
-          !contiguous(copy.getTarget().getType()))
+      if (!weft::isContiguousMemRef(copy.getSource().getType()) ||
+          !weft::isContiguousMemRef(copy.getTarget().getType()))
         return copy.emitError("weft-gpu-device-memory: a strided copy must "
                               "be a kernel (run weft-strided-copies-to-loops "
                               "first)");

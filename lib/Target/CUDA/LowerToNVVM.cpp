@@ -113,7 +113,9 @@ void weft::registerCUDAPipelines() {
 }
 
 namespace {
-class CUDATarget final : public weft::Target {
+/// Its executables link the runtime, whose mgpu* functions run the kernels
+/// over the CUDA driver it loads at run time.
+class CUDATarget final : public weft::RuntimeLinkedTarget {
 public:
   llvm::StringRef name() const override { return "cuda"; }
   llvm::StringRef device() const override { return weft::runtime::kCudaDevice; }
@@ -127,19 +129,11 @@ public:
                      const weft::LoweringOptions &options) const override {
     weft::buildLowerToNVVMPipeline(pm, options);
   }
-  bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
-            llvm::StringRef runtimeDirectory, bool partitioned,
-            std::string &error) const override {
-    // The runtime's mgpu* functions run the kernels, over the CUDA driver
-    // it loads at run time.
-    return weft::linkExecutable(objects, output, runtimeDirectory, partitioned,
-                                error);
-  }
 };
 
 /// A test tool, not a GPU: the CUDA target's kernels run on the CPU
 /// (weft-gpu-emulate-launches) in an executable of the CPU runtime.
-class CUDAEmulationTarget final : public weft::Target {
+class CUDAEmulationTarget final : public weft::RuntimeLinkedTarget {
 public:
   llvm::StringRef name() const override { return "cuda-emulation"; }
   llvm::StringRef device() const override {
@@ -150,12 +144,6 @@ public:
   void buildLowering(OpPassManager &pm,
                      const weft::LoweringOptions &options) const override {
     weft::buildEmulatedCUDAPipeline(pm, options);
-  }
-  bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
-            llvm::StringRef runtimeDirectory, bool partitioned,
-            std::string &error) const override {
-    return weft::linkExecutable(objects, output, runtimeDirectory, partitioned,
-                                error);
   }
 };
 } // namespace

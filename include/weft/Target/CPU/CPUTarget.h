@@ -33,12 +33,16 @@ void registerCPUPipelines();
 /// GEMMs, collectives over MPI.
 const Target &cpuTarget();
 
-/// The CPU target's link (Target::link): the runtime libraries
-/// libweft_runtime*.a and libweft_contract.a, OpenBLAS, libomp, and for a
-/// partitioned model the MPI world.
-bool linkExecutable(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
-                    llvm::StringRef runtimeDirectory, bool partitioned,
-                    std::string &error);
+/// A target whose executables link Weft's runtime (the CPU target, and the
+/// CUDA ones: the runtime carries their mgpu* functions and loads the CUDA
+/// driver at run time): libweft_runtime*.a and libweft_contract.a,
+/// OpenBLAS, libomp, and for a partitioned model the MPI world.
+class RuntimeLinkedTarget : public Target {
+public:
+  bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
+            llvm::StringRef runtimeDirectory, bool partitioned,
+            std::string &error) const override;
+};
 
 } // namespace weft
 

@@ -48,21 +48,32 @@ def WeftGpuLaunchLoops : Pass<"weft-gpu-launch-loops", "::mlir::func::FuncOp"> {
 def WeftGpuRowReductions : Pass<"weft-gpu-row-reductions", "::mlir::func::FuncOp"> {
   let summary = "Run each f32 row reduction as one block per row";
   let description = [{
-    A `linalg.generic` on memrefs with one reduction loop whose body ends in
-    `out = combiner(out, partial)` (`arith.addf`, `mulf`, `maximumf`,
-    `minimumf`, `maxnumf`, `minnumf`: softmax's max and sum, a norm's mean
-    and variance, cross-entropy's log-sum-exp) becomes a `gpu.launch` with
-    one block per row (its parallel loops, linearized; the last fastest):
+    Two forms of per-row work become a `gpu.launch` with one block per row:
+
+    - a row kernel of `convert-weft-to-linalg` (softmax, log-softmax, layer
+      and RMS norm): an `scf.forall` over rows whose body makes passes
+      (`scf.for` over the row's columns) that carry only reductions. Each
+      pass strides its threads over the columns (as many threads as the
+      longest pass has columns, in whole warps, at most
+      threads-per-block), each reduction is combined over the block as
+      below, every thread goes on with the total, and a `gpu.barrier`
+      separates the passes. A running value written per column (a scan) is
+      not a reduction: such a kernel is left alone.
+    - a `linalg.generic` on memrefs with one reduction loop whose body ends
+      in `out = combiner(out, partial)` (`arith.addf`, `mulf`, `maximumf`,
+      `minimumf`, `maxnumf`, `minnumf`: the backward pass's sums, for one),
+      one block per row of its parallel loops (linearized; the last
+      fastest), thread 0 folding the total into the output.
+
+    A block reduction:
 
     - each thread combines the partials of the columns `thread`,
       `thread + threads-per-block`, ... in registers;
     - each warp combines its threads' values with five butterfly shuffles
       (`gpu.shuffle xor`, offsets 16 to 1);
     - lane 0 of each warp writes its warp's value to shared memory (a
-      workgroup attribution of threads-per-block / 32 floats), a
-      `gpu.barrier` waits for all, and the first warp combines them with
-      shuffles again;
-    - thread 0 combines the result with the output's initial value.
+      workgroup attribution of a float per warp), a `gpu.barrier` waits for
+      all, and every warp combines those values with shuffles again.
 
     The combiner is assumed associative: the order of the additions differs
     from the loop's. An empty iteration space launches nothing.
