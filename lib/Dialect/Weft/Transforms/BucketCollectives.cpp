@@ -147,14 +147,17 @@ public:
         open.bytes += bytesOf(&op);
         continue;
       }
-      // A read of a pending result issues its bucket first.
-      for (Value operand : op.getOperands()) {
-        auto it = pendingBucket.find(operand);
-        if (it != pendingBucket.end()) {
-          builder.setInsertionPoint(&op);
-          flush(it->second);
+      // A read of a pending result issues its bucket first, a read inside
+      // a region of the op (a micro-batch loop's body) as well.
+      op.walk([&](Operation *reader) {
+        for (Value operand : reader->getOperands()) {
+          auto it = pendingBucket.find(operand);
+          if (it != pendingBucket.end()) {
+            builder.setInsertionPoint(&op);
+            flush(it->second);
+          }
         }
-      }
+      });
       if (!isBucketable(&op))
         continue;
       std::string key = bucketKey(&op);

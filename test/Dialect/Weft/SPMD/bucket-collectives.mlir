@@ -46,6 +46,30 @@ func.func @read_in_between(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf3
 
 // -----
 
+// A result read inside a loop (a pipeline's micro-batch loop reading the
+// embedding's all-reduce) is a read before the loop: its bucket is issued
+// there, not combined with a collective after the loop.
+shard.grid @mesh(shape = 2)
+// CHECK-LABEL: func.func @read_in_a_loop
+// CHECK:         shard.all_reduce %arg0 on @mesh grid_axes = [0] : tensor<8xf32>
+// CHECK:         scf.for
+// CHECK:           weft.tanh
+// CHECK:         shard.all_reduce %arg1 on @mesh grid_axes = [0] : tensor<8xf32>
+func.func @read_in_a_loop(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %a = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %c2 step %c1 iter_args(%acc = %y) -> (tensor<8xf32>) {
+    %t = weft.tanh %a : tensor<8xf32>
+    scf.yield %t : tensor<8xf32>
+  }
+  %b = shard.all_reduce %y on @mesh grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  return %r, %b : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // A full bucket is issued at once: with 1992-byte buckets, two 1 KiB
 // tensors fill one and the third goes alone.
 shard.grid @mesh(shape = 2)
