@@ -26,6 +26,7 @@
 #include "weft/Target/ONNX/ImportONNX.h"
 #include "weft/Target/Target.h"
 #include "weft/runtime/Contract.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -220,6 +221,20 @@ describeProgram(ModuleOp program, const std::vector<weft::EntryBuffer> &buffers,
   }
   for (const weft::EntryBuffer &b : buffers) {
     uint64_t bytes = b.localBytes();
+    weft::ProgramReport::Buffer &entry = report.buffers.emplace_back();
+    entry.role = b.role == weft::EntryBuffer::Role::Input   ? "input"
+                 : b.role == weft::EntryBuffer::Role::Param ? "param"
+                 : b.role == weft::EntryBuffer::Role::State ? "state"
+                                                            : "output";
+    entry.name = b.name;
+    entry.shape = b.globalShape;
+    entry.localShape.assign(b.type.getShape().begin(), b.type.getShape().end());
+    weft::runtime::ShardSpec spec;
+    entry.sharding = mesh && weft::runtime::ShardSpec::parse(
+                                 b.spec, b.globalShape.size(), spec)
+                         ? spec.describe({mesh->names, mesh->sizes})
+                         : "replicated";
+    entry.localBytes = bytes;
     if (b.role == weft::EntryBuffer::Role::Input)
       report.inputBytes += bytes;
     else if (b.role == weft::EntryBuffer::Role::Output)
@@ -335,6 +350,9 @@ LogicalResult Compilation::checkOptions() {
                 o.target + "'");
   if (o.optLevel > 3)
     return fail("-O takes 0 to 3");
+  if (o.sharedLibrary && o.emit != EmitKind::Executable)
+    return fail("a shared library is linked beside an executable, not with "
+                "--emit=mlir, llvm or obj");
   if (std::string why =
           target->cannotCompile(!o.mesh.empty() || !o.plan.empty());
       !why.empty())
@@ -380,6 +398,15 @@ LogicalResult Compilation::choosePlan() {
     return fail("--plan: " + weft::planner::noPlanMessage(planned->search,
                                                           planned->cluster));
   const weft::planner::Prediction &best = planned->search.fitting.front();
+  constexpr size_t reportedPlans = 5;
+  for (const weft::planner::Prediction &p :
+       llvm::ArrayRef(planned->search.fitting).take_front(reportedPlans)) {
+    result.topPlans.push_back({p.plan.str(), p.stepTime(), p.tokensPerSecond,
+                               p.mfu, p.memory.weights, p.memory.gradients,
+                               p.memory.optimizer, p.memory.activations});
+  }
+  result.planExplanation =
+      weft::planner::explain(planned->search, planned->cluster);
   const weft::planner::Plan &plan = best.plan;
   result.plan =
       weft::ChosenPlan{planned->cluster.name, planned->cluster.gpus(),
@@ -463,6 +490,13 @@ LogicalResult Compilation::checkPipeline() {
   if (!weft::pipeline::checkSchedule(*schedule, error))
     return fail("the " + o.schedule + " schedule is wrong: " + error);
   scheduleText = weft::pipeline::drawSchedule(*schedule);
+  weft::pipeline::Timeline timeline = weft::pipeline::simulate(*schedule);
+  result.pipeline = weft::PipelineReport{o.schedule,
+                                         schedule->stages,
+                                         schedule->microbatches,
+                                         schedule->virtualStages,
+                                         timeline.rows,
+                                         timeline.idleFraction};
   return success();
 }
 
@@ -733,7 +767,17 @@ LogicalResult Compilation::link(const std::vector<std::string> &objects,
   outputs.paths.push_back(o.output);
   std::string error;
   StageTimer timer(result.stageTimes, "link");
-  if (!target->link(objects, o.output, o.runtimeDirectory, partitioned, error))
+  if (!target->link(objects, o.output, o.runtimeDirectory, partitioned,
+                    /*sharedLibrary=*/false, error))
+    return fail(error);
+  if (!o.sharedLibrary)
+    return success();
+  if (partitioned)
+    return fail("a shared library holds a one-rank program; a partitioned "
+                "one runs its ranks as processes (weft-run)");
+  outputs.paths.push_back(o.output + ".so");
+  if (!target->link(objects, o.output + ".so", o.runtimeDirectory, partitioned,
+                    /*sharedLibrary=*/true, error))
     return fail(error);
   return success();
 }
@@ -875,6 +919,8 @@ LogicalResult Compilation::runStages() {
   outputs.keep = true;
   result.files = {o.output};
   result.files.insert(result.files.end(), weights.begin(), weights.end());
+  if (o.sharedLibrary)
+    result.files.push_back(o.output + ".so");
   return success();
 }
 

@@ -279,6 +279,43 @@ int weft_model_set_input(weft_model *model, size_t i, const void *data) {
   return 0;
 }
 
+int weft_model_check_indices(const weft_model *model, size_t i,
+                             const void *data, char *error, size_t error_size) {
+  if (i >= model->buffers.size())
+    return 0;
+  const weft_buffer_info &info = model->buffers[i]->info;
+  if (info.index_bound <= 0 ||
+      (info.dtype != WEFT_I64 && info.dtype != WEFT_I32))
+    return 0;
+  size_t count = info.bytes / weft_dtype_size(info.dtype);
+  for (size_t k = 0; k < count; ++k) {
+    int64_t value;
+    if (info.dtype == WEFT_I64) {
+      memcpy(&value, static_cast<const char *>(data) + 8 * k, 8);
+    } else {
+      int32_t narrow;
+      memcpy(&narrow, static_cast<const char *>(data) + 4 * k, 4);
+      value = narrow;
+    }
+    if (value >= -info.index_bound && value < info.index_bound)
+      continue;
+    std::string position;
+    size_t rest = k;
+    for (int d = info.rank - 1; d >= 0; --d) {
+      position = std::to_string(rest % info.shape[d]) +
+                 (position.empty() ? "" : ", ") + position;
+      rest /= info.shape[d];
+    }
+    setError(error, error_size,
+             std::string("input '") + info.name + "' holds " +
+                 std::to_string(value) + " at [" + position +
+                 "], outside the " + std::to_string(info.index_bound) +
+                 " rows of the table it indexes");
+    return -1;
+  }
+  return 0;
+}
+
 int weft_model_bind(weft_model *model, size_t i, void *data) {
   if (i >= model->buffers.size() ||
       (model->buffers[i]->info.role != WEFT_PARAM &&

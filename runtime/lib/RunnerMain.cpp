@@ -80,40 +80,6 @@ int fail(const std::string &message) {
 
 bool pipelined() { return &weft_pipeline_programs != nullptr; }
 
-/// For an input that indexes a table, why its data would read past the
-/// table (the first value out of range), or "".
-std::string outsideIndexBound(const weft_buffer_info &info,
-                              const TensorData &data) {
-  if (info.index_bound <= 0)
-    return "";
-  size_t count = data.bytes.size() / weft_dtype_size(info.dtype);
-  for (size_t i = 0; i < count; ++i) {
-    int64_t value = 0;
-    if (info.dtype == WEFT_I64)
-      memcpy(&value, data.bytes.data() + 8 * i, 8);
-    else if (info.dtype == WEFT_I32) {
-      int32_t narrow;
-      memcpy(&narrow, data.bytes.data() + 4 * i, 4);
-      value = narrow;
-    } else {
-      return "";
-    }
-    if (value >= -info.index_bound && value < info.index_bound)
-      continue;
-    std::vector<int64_t> position;
-    size_t rest = i;
-    for (int d = info.rank - 1; d >= 0; --d) {
-      position.insert(position.begin(), int64_t(rest % info.shape[d]));
-      rest /= info.shape[d];
-    }
-    return std::string("input '") + info.name + "' holds " +
-           std::to_string(value) + " at " + shapeString(position) +
-           ", outside the " + std::to_string(info.index_bound) +
-           " rows of the table it indexes";
-  }
-  return "";
-}
-
 /// The manifest of one of the executable's programs.
 std::optional<Manifest> readManifest(const char *text, std::string &error) {
   std::optional<Manifest> manifest = Manifest::parse(text, error);
@@ -403,8 +369,9 @@ int main(int argc, char **argv) {
                   weft_dtype_name(info->dtype) + " " + shapeString(shape) +
                   " but '" + it->second + "' holds " +
                   weft_dtype_name(data.dtype) + " " + shapeString(data.shape));
-    if (std::string bad = outsideIndexBound(*info, data); !bad.empty())
-      return fail(bad);
+    if (weft_model_check_indices(model, i, data.bytes.data(), error,
+                                 sizeof(error)) != 0)
+      return fail(error);
     ShardSpec spec = bufferSpec(info);
     if (spec.isReplicated()) {
       weft_model_set_input(model, i, data.bytes.data());

@@ -100,6 +100,28 @@ std::string ShardSpec::str() const {
   return text;
 }
 
+std::string ShardSpec::describe(const MeshShape &mesh) const {
+  if (isReplicated())
+    return "replicated";
+  std::string text;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    text += d ? ", " : "";
+    if (dims[d].axes.empty()) {
+      text += "-";
+      continue;
+    }
+    for (size_t i = 0; i < dims[d].axes.size(); ++i) {
+      int axis = dims[d].axes[i];
+      text += (i ? "+" : "") + (size_t(axis) < mesh.names.size()
+                                    ? mesh.names[axis]
+                                    : std::to_string(axis));
+    }
+    if (dims[d].blocks > 1)
+      text += " (" + std::to_string(dims[d].blocks) + " blocks)";
+  }
+  return text;
+}
+
 bool ShardSpec::isReplicated() const {
   for (const DimSplit &dim : dims)
     if (!dim.axes.empty())

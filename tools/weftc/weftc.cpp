@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Compiler/Compiler.h"
+#include "weft/Compiler/HtmlReport.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -49,9 +50,22 @@ static cl::opt<std::string>
            cl::init("cpu"), cl::cat(category));
 static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3"),
                                   cl::Prefix, cl::init(2), cl::cat(category));
-static cl::opt<bool> report("report",
-                            cl::desc("Print the memory plan and buffer sizes"),
-                            cl::cat(category));
+static cl::opt<std::string> report(
+    "report",
+    cl::desc("--report (or =text) prints each program's memory and "
+             "collectives; --report=html writes them, the sharding of every "
+             "parameter, the pipeline schedule and the planner's choices as "
+             "one HTML page (--report-file)"),
+    cl::ValueOptional, cl::value_desc("text|html"), cl::cat(category));
+static cl::opt<std::string>
+    reportFile("report-file",
+               cl::desc("Where --report=html goes (default <output>.html)"),
+               cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> reportTrace(
+    "report-trace",
+    cl::desc("A Chrome trace of a run (weft-run --trace) for the HTML report "
+             "to link and summarise"),
+    cl::value_desc("file"), cl::cat(category));
 static cl::opt<bool>
     timeStages("time-stages",
                cl::desc("Print each compilation stage's wall time on stderr"),
@@ -178,6 +192,25 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Weft compiler\n");
 
+  auto fail = [](const llvm::Twine &message) {
+    llvm::errs() << "weftc: error: " << message << "\n";
+    return 1;
+  };
+  bool textReport =
+      report.getNumOccurrences() && (report.empty() || report == "text");
+  bool htmlReport = report == "html";
+  if (report.getNumOccurrences() && !textReport && !htmlReport)
+    return fail("--report must be text or html, not '" + report + "'");
+  if (!htmlReport && (!reportFile.empty() || !reportTrace.empty()))
+    return fail("--report-file and --report-trace go with --report=html");
+  std::optional<weft::TraceSummary> trace;
+  if (!reportTrace.empty()) {
+    std::string error;
+    trace = weft::summarizeTrace(reportTrace, error);
+    if (!trace)
+      return fail("--report-trace: " + error);
+  }
+
   weft::CompileOptions options;
   options.model = inputFile;
   options.dims = dims;
@@ -223,8 +256,17 @@ int main(int argc, char **argv) {
   if (!result)
     return 1;
   llvm::outs() << result->text;
-  if (report)
+  if (textReport)
     weft::printReport(*result, llvm::outs());
+  if (htmlReport) {
+    std::string path =
+        reportFile.empty() ? result->options.output + ".html" : reportFile;
+    std::error_code error;
+    llvm::raw_fd_ostream out(path, error);
+    if (error)
+      return fail("cannot write the report '" + path + "': " + error.message());
+    out << weft::renderHtmlReport(*result, trace ? &*trace : nullptr);
+  }
   if (timeStages)
     for (const weft::StageTime &time : result->stageTimes)
       llvm::errs() << llvm::format("weftc: time: %-32s %8.2f s\n",

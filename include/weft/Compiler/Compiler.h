@@ -84,6 +84,11 @@ struct CompileOptions {
   std::string target = "cpu";
   unsigned optLevel = 2;
   EmitKind emit = EmitKind::Executable;
+  /// With EmitKind::Executable of a one-rank program, also link its objects
+  /// into the shared library `<output>.so`, which a process loads to run the
+  /// model in-process through the runtime's C API (weft/runtime/CApi.h):
+  /// how the Python package's Program.run works.
+  bool sharedLibrary = false;
   /// Where the output goes ("-": stdout for MLIR and LLVM IR). A pipeline
   /// executable writes `<output>.pp<r>.weights` beside it.
   std::string output;
@@ -133,6 +138,15 @@ struct ProgramReport {
     std::vector<int64_t> shape;
   };
   std::vector<Tensor> replicatedParameters;
+  /// Every buffer of the entry function, as its manifest describes it.
+  struct Buffer {
+    std::string role; // input, param, state, output
+    std::string name;
+    std::vector<int64_t> shape, localShape;
+    std::string sharding; // ShardLayout.h's spec, "-" per whole dim
+    uint64_t localBytes = 0;
+  };
+  std::vector<Buffer> buffers;
   uint64_t optimizerStateBytes = 0;
   uint64_t weightsFileBytes = 0; // without its header
   uint64_t inputBytes = 0, outputBytes = 0;
@@ -152,10 +166,33 @@ struct StageTime {
   double seconds = 0;
 };
 
+/// A pipeline's schedule as compiled: its simulated timeline, forward = 1
+/// and backward = 2 time units, communication free.
+struct PipelineReport {
+  std::string schedule;
+  int64_t stages = 0, microbatches = 0, virtualStages = 1;
+  /// One row per pp rank, a character per time unit: F, B or '.' (idle).
+  std::vector<std::string> timeline;
+  std::vector<double> idleFraction;
+};
+
+/// One plan the planner priced for CompileOptions::plan.
+struct PricedPlan {
+  std::string plan; // "dp=2,tp=1,pp=2,..."
+  double stepSeconds = 0, tokensPerSecond = 0, mfu = 0;
+  double weightsBytes = 0, gradientsBytes = 0, optimizerBytes = 0,
+         activationsBytes = 0;
+};
+
 struct CompileResult {
   /// The options compiled: the input's, with the plan's choices applied.
   CompileOptions options;
   std::optional<ChosenPlan> plan;
+  /// With a plan: the fastest plans that fit (the chosen one first), and
+  /// why the best plan of each other choice lost.
+  std::vector<PricedPlan> topPlans;
+  std::vector<std::string> planExplanation;
+  std::optional<PipelineReport> pipeline;
   /// EmitKind::Passes and EmitKind::Schedule: the text asked for.
   std::string text;
   /// The files written, executable first.

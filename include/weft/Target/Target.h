@@ -37,10 +37,12 @@ public:
                              const LoweringOptions &options) const = 0;
   /// Links the program objects into the executable `output` with the
   /// target's runtime libraries from `runtimeDirectory`; a partitioned
-  /// model also links the runtime's multi-rank world.
+  /// model also links the runtime's multi-rank world. With `sharedLibrary`
+  /// (one-rank programs) `output` is a shared library exporting the
+  /// runtime's C API instead of an executable.
   virtual bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
                     llvm::StringRef runtimeDirectory, bool partitioned,
-                    std::string &error) const = 0;
+                    bool sharedLibrary, std::string &error) const = 0;
 };
 
 } // namespace weft

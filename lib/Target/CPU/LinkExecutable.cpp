@@ -10,7 +10,7 @@
 bool weft::RuntimeLinkedTarget::link(llvm::ArrayRef<std::string> objects,
                                      llvm::StringRef output,
                                      llvm::StringRef runtimeDirectory,
-                                     bool partitioned,
+                                     bool partitioned, bool sharedLibrary,
                                      std::string &error) const {
   auto linker = llvm::sys::findProgramByName("c++");
   if (!linker) {
@@ -41,7 +41,15 @@ bool weft::RuntimeLinkedTarget::link(llvm::ArrayRef<std::string> objects,
                 {"-Wl,--whole-archive", runtimeMpi, "-Wl,--no-whole-archive"});
     llvm::StringRef(WEFT_MPI_LIBRARIES).split(mpiLibraries, ';', -1, false);
   }
-  args.insert(args.end(), {runtimeMain, runtime, contract});
+  if (sharedLibrary) {
+    // The library exports the whole C API (weft_model_open, ...), which
+    // the model's own code does not reference; every symbol it needs must
+    // resolve now rather than when a process loads it.
+    args.insert(args.end(), {"-shared", "-Wl,-z,defs", "-Wl,--whole-archive",
+                             runtime, contract, "-Wl,--no-whole-archive"});
+  } else {
+    args.insert(args.end(), {runtimeMain, runtime, contract});
+  }
   args.insert(args.end(), mpiLibraries.begin(), mpiLibraries.end());
   // libomp comes from Debian's LLVM 22 (libomp-22-dev).
   args.insert(args.end(),

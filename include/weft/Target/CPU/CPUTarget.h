@@ -41,7 +41,7 @@ class RuntimeLinkedTarget : public Target {
 public:
   bool link(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
             llvm::StringRef runtimeDirectory, bool partitioned,
-            std::string &error) const override;
+            bool sharedLibrary, std::string &error) const override;
 };
 
 } // namespace weft

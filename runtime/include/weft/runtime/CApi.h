@@ -84,6 +84,12 @@ const weft_buffer_info *weft_model_buffer(const weft_model *model, size_t i);
 /* Binds the data of an input buffer: this rank's shard, local_bytes long
  * (not copied; must outlive the run). */
 int weft_model_set_input(weft_model *model, size_t i, const void *data);
+/* For an input that indexes a table (index_bound > 0): 0 when every value
+ * of `data`, the whole tensor, lies in [-index_bound, index_bound);
+ * otherwise -1 with `error` naming the first value outside, which the model
+ * would read past its table with. 0 for every other buffer. */
+int weft_model_check_indices(const weft_model *model, size_t i,
+                             const void *data, char *error, size_t error_size);
 /* Binds other memory to a parameter or state buffer (a trainer's writable
  * copy of the weights); local_bytes long, not copied. */
 int weft_model_bind(weft_model *model, size_t i, void *data);

@@ -48,6 +48,9 @@ struct ShardSpec {
   /// Parses a spec for a tensor of `rank` dims; false on a malformed spec.
   static bool parse(const std::string &text, size_t rank, ShardSpec &spec);
   std::string str() const;
+  /// For people: the mesh axis names splitting each dim ("tp, -"; "dp+tp"
+  /// for two axes, "tp (3 blocks)" for a packed dim), or "replicated".
+  std::string describe(const MeshShape &mesh) const;
   bool isReplicated() const;
 
   std::vector<int64_t> localShape(const std::vector<int64_t> &global,
