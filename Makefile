@@ -7,11 +7,14 @@ APT_PACKAGES = cmake ninja-build ccache g++ python3 python3-pip \
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler \
   libgtest-dev libomp-22-dev mpich libmpich-dev libopenblas-dev \
-  python3-torch clang-format-14
-PIP_PACKAGES = onnx numpy onnxruntime lit safetensors
+  python3-torch clang-format-14 python3-dev python3-venv pybind11-dev chromium
+PIP_PACKAGES = onnx numpy onnxruntime lit safetensors pytest pillow
 DEMO_DIR = $(BUILD)/demo
+# The scripts in utils/ and bench/ find the tools through the weft package,
+# which the build assembles here.
+export PYTHONPATH := $(abspath $(BUILD))/python
 
-.PHONY: all deps build check check-lit check-unit check-onnx-node check-conformance check-format demo docs clean
+.PHONY: all deps build check check-lit check-unit check-python check-onnx-node check-conformance check-format demo docs clean
 
 all: build
 
@@ -22,7 +25,7 @@ deps:
 	  echo "apt-get install $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-	@python3 -c "import onnx, numpy, onnxruntime, safetensors" 2>/dev/null && command -v lit >/dev/null || \
+	@python3 -c "import onnx, numpy, onnxruntime, safetensors, pytest, PIL" 2>/dev/null && command -v lit >/dev/null || \
 	  python3 -m pip install -q $(PIP_PACKAGES)
 
 $(BUILD)/build.ninja:
@@ -42,11 +45,17 @@ check-lit: build
 	ninja -C $(BUILD) $(DOC_TARGETS)
 	lit -sv $(BUILD)/test
 
+# The Python package's tests, with the build tree's package importable; one
+# installs it with pip into a fresh virtual environment and runs the
+# tutorial there.
+check-python: build
+	PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider python/tests
+
 check-onnx-node: build
-	python3 utils/onnx_node_tests.py --weft-translate $(BUILD)/bin/weft-translate --jobs $(JOBS)
+	python3 utils/onnx_node_tests.py --jobs $(JOBS)
 
 check-conformance: build
-	python3 utils/onnx_conformance.py --weftc $(BUILD)/bin/weftc --weft-translate $(BUILD)/bin/weft-translate --jobs $(JOBS)
+	python3 utils/onnx_conformance.py --jobs $(JOBS)
 
 # Every suite runs even when one before it fails; each prints its summary,
 # then one line says which failed and how long it all took.
@@ -54,7 +63,7 @@ check-conformance: build
 check-format: deps
 	utils/check_format.sh
 
-CHECK_SUITES = check-format check-unit check-lit check-onnx-node check-conformance
+CHECK_SUITES = check-format check-unit check-lit check-python check-onnx-node check-conformance
 
 check: build
 	@start=$$(date +%s); failed=""; \

@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+from weft import tool
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -66,7 +68,6 @@ def compile_once(weftc, model, flags, output, timeout):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--build", default=str(ROOT / "build"))
     parser.add_argument("--work", default=None,
                         help="where models and executables go (default: a "
                              "temporary directory)")
@@ -76,9 +77,7 @@ def main():
                         help="comma-separated names of the rows to run "
                              "(default: all)")
     args = parser.parse_args()
-    weftc = pathlib.Path(args.build) / "bin" / "weftc"
-    if not weftc.exists():
-        sys.exit(f"compile_time.py: error: no weftc at {weftc} (build first)")
+    weftc = tool("weftc")
     with tempfile.TemporaryDirectory(prefix="weft-compile-time-") as scratch:
         work = pathlib.Path(args.work or scratch)
         work.mkdir(parents=True, exist_ok=True)

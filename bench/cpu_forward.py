@@ -18,6 +18,8 @@ import time
 
 import numpy as np
 
+from weft import tool
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -27,7 +29,6 @@ def median_ms(values):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--build", default=str(ROOT / "build"))
     parser.add_argument("--work", default=str(ROOT / "build" / "bench"))
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--threads", default="1,2")
@@ -44,7 +45,7 @@ def main():
                         "-o", str(model)], check=True)
     import onnxruntime as ort
     ort.set_default_logger_severity(3)
-    weftc = pathlib.Path(args.build) / "bin" / "weftc"
+    weftc = tool("weftc")
     rows = []
     for batch in [int(b) for b in args.batches.split(",")]:
         exe = work / f"gpt2_small_b{batch}"

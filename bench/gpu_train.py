@@ -48,6 +48,9 @@ def prepare(args):
                    [f"--{k}={v}" for k, v in shape.items()], check=True,
                    stdout=subprocess.DEVNULL)
     start = time.time()
+    if args.weftc is None:
+        from weft import tool  # only here: `run` works without the package
+        args.weftc = str(tool("weftc"))
     subprocess.run([args.weftc, str(onnx_path), "--train", "--target=cuda", "-o",
                     str(out / "train")], check=True)
     compile_seconds = time.time() - start
@@ -186,7 +189,7 @@ def main():
     sub = parser.add_subparsers(dest="mode", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("dir")
-    p.add_argument("--weftc", default=str(ROOT / "build" / "bin" / "weftc"))
+    p.add_argument("--weftc", help="default: the weft package's (weft.tool)")
     for name, default in (("layers", 12), ("hidden", 768), ("heads", 12),
                           ("vocab", 50257), ("seq", 1024), ("batch", 8)):
         p.add_argument(f"--{name}", type=int, default=default)

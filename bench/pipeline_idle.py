@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from weft import tool
+
 
 def instruction_times(trace, rank):
     """Mean forward and backward instruction times of `rank` (ms), without
@@ -69,7 +71,6 @@ def step_windows(trace):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bin", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin"))
     parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "data",
                                                        "tinyshakespeare.tokens"))
     parser.add_argument("--stages", type=int, default=2)
@@ -106,11 +107,11 @@ def main():
     for schedule, chunks in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2)):
         exe = os.path.join(work, schedule)
         if not (args.reuse and os.path.exists(exe)):
-            subprocess.run([os.path.join(args.bin, "weftc"), model, "--train", "--mesh",
+            subprocess.run([str(tool("weftc")), model, "--train", "--mesh",
                             f"pp={p}", "--microbatches", str(m), "--schedule", schedule,
                             "--virtual-stages", str(chunks), "-o", exe], check=True)
         trace_path = exe + ".trace.json"
-        subprocess.run([os.path.join(args.bin, "weft-run"), exe, "--data", args.data,
+        subprocess.run([str(tool("weft-run")), exe, "--data", args.data,
                         "--steps", str(args.steps), "--print-every", str(args.steps),
                         "--trace", trace_path], check=True, capture_output=True, cwd=work)
         with open(trace_path) as f:

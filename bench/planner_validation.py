@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 
+from weft import tool
+
 # dp/tp/pp mixes on 4 ranks (micro-batch count m: batch 8 / dp / mbs).
 PLANS = [
     "dp=4,tp=1,pp=1,mbs=2,m=1,zero=0",
@@ -68,7 +70,6 @@ def run(command, **kwargs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--build", default="build")
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=4)
@@ -77,11 +78,10 @@ def main():
     warmup = 4  # the first steps are not timed: they include start-up
     if args.steps <= warmup:
         parser.error(f"--steps must exceed the {warmup} warm-up steps")
-    bin_dir = os.path.join(args.build, "bin")
     work = tempfile.mkdtemp(prefix="weft-planner-")
     env = dict(os.environ, WEFT_CPU_LOCAL=os.path.join(work, "cpu-local.json"))
     print(run([sys.executable, "utils/calibrate_cpu_local.py", "--ranks",
-               str(args.ranks), "--build", args.build], env=env).strip())
+               str(args.ranks)], env=env).strip())
 
     model = os.path.join(work, "gpt.onnx")
     run([sys.executable, "utils/gen_gpt2.py", "--layers", "4", "--hidden",
@@ -94,7 +94,7 @@ def main():
         if "schedule" not in full:
             full += ",schedule=1f1b,v=1"
         prediction = json.loads(run(
-            [os.path.join(bin_dir, "weft-plan"), model, "--cluster",
+            [str(tool("weft-plan")), model, "--cluster",
              "cpu-local", "--precision", "f32", "--fix", full, "--json",
              "--top", "1"], env=env))
         plans = prediction["plans"]
@@ -103,7 +103,7 @@ def main():
         predictions.append(plans[0]["step_time"])
         exe = os.path.join(work, f"plan{index}", "train")
         os.makedirs(os.path.dirname(exe))
-        run([os.path.join(bin_dir, "weftc"), model, "--train",
+        run([str(tool("weftc")), model, "--train",
              f"--plan={full}", "--cluster=cpu-local", "-o", exe], env=env)
         programs.append(exe)
 
@@ -112,7 +112,7 @@ def main():
         for offset in range(len(PLANS)):
             index = (turn + offset) % len(PLANS)
             log = os.path.join(work, f"plan{index}", f"round{turn}.jsonl")
-            run([os.path.join(bin_dir, "weft-run"), "-n", str(args.ranks),
+            run([str(tool("weft-run")), "-n", str(args.ranks),
                  programs[index], "--data", "data/tinyshakespeare.tokens",
                  "--steps", str(args.steps), "--print-every",
                  str(args.steps), "--log", log], env=env)

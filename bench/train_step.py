@@ -16,13 +16,15 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from weft import tool
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
 
 
-def weft_tokens_per_second(build, work, model, steps, threads):
+def weft_tokens_per_second(work, model, steps, threads):
     exe = work / (model.stem + "_train")
-    subprocess.run([str(build / "bin" / "weftc"), str(model), "--train", "-o",
+    subprocess.run([str(tool("weftc")), str(model), "--train", "-o",
                     str(exe)], check=True)
     log = work / (model.stem + ".jsonl")
     subprocess.run([str(exe), "--data", str(ROOT / "data" /
@@ -36,14 +38,13 @@ def weft_tokens_per_second(build, work, model, steps, threads):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--build", default=str(ROOT / "build"))
     parser.add_argument("--work", default=str(ROOT / "build" / "bench"))
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--configs", default="2x64x4:32x8,4x256x8:64x8",
                         help="layers x hidden x heads : seq x batch, ...")
     args = parser.parse_args()
-    build, work = pathlib.Path(args.build), pathlib.Path(args.work)
+    work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     print(f"{'model':>22} {'threads':>7} {'weft tok/s':>11} "
           f"{'torch tok/s':>11} {'weft/torch':>10}")
@@ -62,7 +63,7 @@ def main():
                   if t.name.endswith((".weight", ".bias"))}
         np.savez(work / (model.stem + ".npz"), **params)
         for threads in map(int, args.threads.split(",")):
-            weft = weft_tokens_per_second(build, work, model, args.steps,
+            weft = weft_tokens_per_second(work, model, args.steps,
                                           threads)
             seconds = float(subprocess.run(
                 [TORCH_PYTHON, str(ROOT / "bench" / "torch_train_step.py"),

@@ -14,7 +14,13 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.weft_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
-config.substitutions.append(("%python", config.python_executable))
+# utils/ scripts find the tools through the weft package the build
+# assembles: PYTHONPATH set on each command, because lit overwrites it in
+# the shell environment once it runs a builtin (cat) out of process.
+config.weft_python_path = os.path.join(config.weft_obj_root, "python")
+config.substitutions.append(
+    ("%python", "env PYTHONPATH=%s %s" % (config.weft_python_path,
+                                          config.python_executable)))
 config.substitutions.append(("%weft_src", config.weft_src_root))
 config.substitutions.append(("%weft_tools", config.weft_tools_dir))
 config.substitutions.append(("%weft_obj", config.weft_obj_root))
@@ -56,6 +62,7 @@ else:
                     "cuda-device) are UNSUPPORTED" % cuda_missing)
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME"])
+config.environment["PYTHONPATH"] = config.weft_python_path
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.weft_tools_dir, config.llvm_tools_dir]

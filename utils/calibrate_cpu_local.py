@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 
+from weft import tool
+
 
 def run(command, **kwargs):
     result = subprocess.run(command, capture_output=True, text=True, **kwargs)
@@ -33,12 +35,10 @@ def run(command, **kwargs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--ranks", type=int, default=4)
-    parser.add_argument("--build", default="build")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bin_dir = os.path.join(args.build, "bin")
     output = os.environ.get("WEFT_CPU_LOCAL") or os.path.join(
         os.environ.get("XDG_CACHE_HOME",
                        os.path.join(os.path.expanduser("~"), ".cache")),
@@ -48,7 +48,7 @@ def main():
     bind = (["-bind-to", "core"]
             if args.ranks > len(os.sched_getaffinity(0)) else [])
     print(run(["mpiexec"] + bind + ["-n", str(args.ranks),
-               os.path.join(bin_dir, "weft-calibrate"), "-o", output]).strip())
+               str(tool("weft-calibrate")), "-o", output]).strip())
     cluster = json.load(open(output))
 
     # Two reference steps, one rank with a rank's threads: a GPT whose step
@@ -71,7 +71,7 @@ def main():
             [arg for key, value in shape.items()
              for arg in (f"--{key}", str(value))] + ["-o", models[name]])
         programs[name] = os.path.join(work, name)
-        run([os.path.join(bin_dir, "weftc"), models[name], "--train", "-o",
+        run([str(tool("weftc")), models[name], "--train", "-o",
              programs[name]])
 
     # This machine's speed drifts over seconds: the references take turns.
@@ -79,7 +79,7 @@ def main():
     for _ in range(args.rounds):
         for name in references:
             log = os.path.join(work, name + ".jsonl")
-            run([os.path.join(bin_dir, "weft-run"), "-n", "1",
+            run([str(tool("weft-run")), "-n", "1",
                  programs[name], "--data",
                  os.path.join(here, "data", "tinyshakespeare.tokens"),
                  "--steps", str(args.steps), "--print-every",
@@ -97,7 +97,7 @@ def main():
         single = os.path.join(work, "one-rank.json")
         json.dump(one, open(single, "w"))
         prediction = json.loads(run(
-            [os.path.join(bin_dir, "weft-plan"), models[name], "--cluster",
+            [str(tool("weft-plan")), models[name], "--cluster",
              single, "--precision", "f32", "--fix",
              "dp=1,tp=1,pp=1,m=1,recompute=none", "--json", "--top", "1"]))
         return prediction["plans"][0]["step_time"]

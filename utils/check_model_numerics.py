@@ -15,6 +15,7 @@ import tempfile
 import onnx
 
 from test_data import dim_bindings, graph_inputs, load_pb
+from weft import tool
 
 
 def bindings_for(model_dir):
@@ -29,8 +30,6 @@ def bindings_for(model_dir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", required=True, type=pathlib.Path)
-    parser.add_argument("--bin", required=True, type=pathlib.Path,
-                        help="directory of weft-translate and weft-eval")
     args = parser.parse_args()
     passed = failed = 0
     models = sorted(p for p in args.models.iterdir() if (p / "model.onnx").exists())
@@ -38,7 +37,7 @@ def main():
         for model_dir in models:
             for variant, extra in (("imported", []), ("fused", ["--fuse"])):
                 mlir = pathlib.Path(tmp) / f"{model_dir.name}.{variant}.mlir"
-                cmd = [str(args.bin / "weft-translate"), "--import-onnx",
+                cmd = [str(tool("weft-translate")), "--import-onnx",
                        str(model_dir / "model.onnx"), "-o", str(mlir)] + extra
                 for binding in bindings_for(model_dir):
                     cmd += ["--dim", binding]
@@ -47,7 +46,7 @@ def main():
                 detail = translate.stderr.strip()
                 if ok:
                     evaluate = subprocess.run(
-                        [str(args.bin / "weft-eval"), str(mlir), "--data-dir",
+                        [str(tool("weft-eval")), str(mlir), "--data-dir",
                          str(model_dir / "test_data_set_0"), "--rtol", "1e-4",
                          "--atol", "1e-5"], capture_output=True, text=True)
                     ok = evaluate.returncode == 0

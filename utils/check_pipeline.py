@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 
+from weft import tool
+
 SCHEDULES = [("gpipe", 1), ("1f1b", 1), ("interleaved", 2)]
 
 
@@ -35,7 +37,6 @@ def losses(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bin", required=True, help="directory of weftc and weft-run")
     parser.add_argument("--work", required=True, help="scratch directory")
     parser.add_argument("--data", required=True, help="token file")
     parser.add_argument("--mesh", action="append", required=True,
@@ -44,8 +45,7 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-3)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    weftc = os.path.join(args.bin, "weftc")
-    weft_run = os.path.join(args.bin, "weft-run")
+    weftc, weft_run = str(tool("weftc")), str(tool("weft-run"))
     generate = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_gpt2.py")
     train = ["--data", args.data, "--steps", str(args.steps), "--lr", "3e-3",
              "--warmup", "5", "--seed", "7"]

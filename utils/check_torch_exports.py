@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 
 from check_compiled_models import compare
+from weft import tool
 
 TORCH_PYTHON = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,12 +87,11 @@ def losses(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bin", required=True, help="the folder of weftc and weft-run")
     parser.add_argument("--work", required=True)
     parser.add_argument("--data", required=True, help="token file to train on")
     parser.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
-    weftc, weft_run = os.path.join(args.bin, "weftc"), os.path.join(args.bin, "weft-run")
+    weftc, weft_run = str(tool("weftc")), str(tool("weft-run"))
     os.makedirs(args.work, exist_ok=True)
     passed = failed = 0
 

@@ -10,7 +10,7 @@ import sys
 import onnx
 from onnx import numpy_helper
 
-from merge_checkpoint import merge
+from weft.checkpoints import merge_checkpoint as merge
 
 
 def main():

@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from onnx_node_tests import (DEFAULT_TESTDATA, is_claimed,  # noqa: E402
                              read_expectations, supported_ops)
 from test_data import graph_inputs, load_pb  # noqa: E402
+from weft import tool  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 RTOL, ATOL = 1e-3, 1e-7
@@ -83,8 +84,8 @@ def run_test(test_dir, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--weftc", default="build/bin/weftc")
-    parser.add_argument("--weft-translate", default="build/bin/weft-translate")
+    parser.add_argument("--weftc", help="default: the weft package's (weft.tool)")
+    parser.add_argument("--weft-translate", help="default: the weft package's")
     parser.add_argument("--testdata", default=DEFAULT_TESTDATA)
     parser.add_argument("--filter", help="only tests matching this regex")
     parser.add_argument("--jobs", "-j", type=int, default=2)
@@ -92,6 +93,8 @@ def main():
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
 
+    args.weftc = args.weftc or str(tool("weftc"))
+    args.weft_translate = args.weft_translate or str(tool("weft-translate"))
     supported = supported_ops(args.weft_translate)
     rejected = read_expectations(str(HERE / "onnx_node_tests.expected"))
     expected_failures = read_expectations(str(HERE / "onnx_conformance.expected"))

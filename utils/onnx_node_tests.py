@@ -28,7 +28,7 @@ of each outcome and ends with the line ``N passed, M failed``.  The exit
 status is 1 when something failed.
 
 Example:
-    python3 utils/onnx_node_tests.py --weft-translate build/bin/weft-translate
+    python3 utils/onnx_node_tests.py [--weft-translate PATH]
 """
 
 import argparse
@@ -42,6 +42,8 @@ import sys
 import tempfile
 
 import onnx
+
+from weft import tool
 
 DEFAULT_TESTDATA = "/usr/share/libonnx-testdata/data/node"
 DEFAULT_EXPECTED = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -173,8 +175,8 @@ def parse_args(argv):
         epilog="Outcomes and the importer contract are described in the "
                "module docstring.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--weft-translate", default="build/bin/weft-translate",
-                        help="importer binary")
+    parser.add_argument("--weft-translate", help="importer binary (default: "
+                        "the weft package's, weft.tool)")
     parser.add_argument("--testdata", default=DEFAULT_TESTDATA,
                         help="directory holding the test_* folders")
     parser.add_argument("--expected", default=DEFAULT_EXPECTED,
@@ -196,6 +198,7 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    args.weft_translate = args.weft_translate or str(tool("weft-translate"))
     all_tests = sorted(
         entry for entry in os.listdir(args.testdata)
         if entry.startswith("test_")
