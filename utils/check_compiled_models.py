@@ -17,7 +17,8 @@ import tempfile
 import numpy as np
 import onnx
 
-from test_data import dim_bindings, graph_inputs, load_pb, run_model
+from test_data import dim_bindings, graph_inputs, load_pb
+from weft import run_executable
 
 RTOL, ATOL = 1e-4, 1e-5
 # The one model with large contractions (K = 768 and 2304): float32 rounding
@@ -97,8 +98,7 @@ def main():
                         capture_output=True, text=True)
                     if compile_.returncode != 0:
                         raise RuntimeError(compile_.stderr.strip())
-                actual = run_model([str(exe)], dict(zip(names, inputs)), outputs,
-                                   work)
+                actual = run_executable([str(exe)], dict(zip(names, inputs)), outputs)
                 atol = ATOL_OVERRIDES.get(model_dir.name, ATOL)
                 checks += [(f"{n} vs test data",) + compare(a, e, atol)
                            for n, a, e in zip(outputs, actual, expected)]
@@ -107,8 +107,8 @@ def main():
                              for info, a in zip(graph_inputs(model), inputs)]
                     for label, feed in [("test data", inputs), ("fresh", fresh)]:
                         feed = dict(zip(names, feed))
-                        mine = run_model([str(exe)], feed, outputs, work)
-                        reference = run_model([str(cpu)], feed, outputs, work)
+                        mine = run_executable([str(exe)], feed, outputs)
+                        reference = run_executable([str(cpu)], feed, outputs)
                         checks += [(f"{n} vs cpu on {label} inputs",) +
                                    compare(a, e, CPU_RTOL * float(np.abs(e).max(initial=0)),
                                            CPU_RTOL)
@@ -121,8 +121,7 @@ def main():
                     session = ort.InferenceSession(str(model_dir / "model.onnx"),
                                                    providers=["CPUExecutionProvider"])
                     reference = session.run(None, dict(zip(names, fresh)))
-                    actual = run_model([str(exe)], dict(zip(names, fresh)), outputs,
-                                       work)
+                    actual = run_executable([str(exe)], dict(zip(names, fresh)), outputs)
                     checks += [(f"{n} vs onnxruntime",) + compare(a, e, atol)
                                for n, a, e in zip(outputs, actual, reference)]
             except RuntimeError as error:

@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from test_data import run_model
+from weft import run_executable
+
 
 
 def main():
@@ -56,8 +57,8 @@ def main():
         subprocess.run([args.weftc, str(model), "--program=gradients", "-o", str(exe)],
                        check=True)
         outputs = ["loss"] + [f"grad:{name}" for name in params]
-        results = run_model([str(exe)], {"input_ids": ids, "labels": labels},
-                            outputs, work)
+        results = run_executable([str(exe)], {"input_ids": ids, "labels": labels},
+                                 outputs)
         weft = dict(zip(outputs, results))
         subprocess.run([args.torch_python, str(here / "torch_gpt_gradients.py"),
                         str(work / "params.npz"), str(work / "ids.npy"),

@@ -21,7 +21,8 @@ import numpy as np
 import onnx
 
 from check_compiled_models import compare, random_like
-from test_data import graph_inputs, load_pb, run_model
+from test_data import graph_inputs, load_pb
+from weft import run_executable
 
 STRATEGIES = {
     "dp=4": ["--mesh", "dp=4", "--parallel", "dp"],
@@ -78,8 +79,7 @@ def check_model(path, test_inputs, args, rng, work):
                               capture_output=True, text=True)
     if compiled.returncode != 0:
         return [(name, False, compiled.stderr.strip()) for name in args.strategies]
-    reference = run_model([str(single)], dict(zip(names, inputs)), outputs,
-                          work, "single")
+    reference = run_executable([str(single)], dict(zip(names, inputs)), outputs)
     results = []
     for name in args.strategies:
         flags = STRATEGIES[name]
@@ -91,10 +91,9 @@ def check_model(path, test_inputs, args, rng, work):
             results.append((name, False, compiled.stderr.strip()))
             continue
         try:
-            actual = run_model([args.weft_run, "--timeout", "300", str(exe)],
-                               dict(zip(names, inputs)), outputs, work,
-                               exe.name)
-        except (RuntimeError, subprocess.TimeoutExpired) as error:
+            actual = run_executable([args.weft_run, "--timeout", "300", str(exe)],
+                                    dict(zip(names, inputs)), outputs)
+        except RuntimeError as error:
             results.append((name, False, str(error)))
             continue
         checks = [(o,) + compare(a, e) for o, a, e in zip(outputs, actual, reference)]

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 
 from check_compiled_models import compare
-from weft import tool
+from weft import run_executable, tool
 
 TORCH_PYTHON = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -123,8 +123,8 @@ def main():
                 tokens = reference + ".tokens.npy"
                 one = os.path.join(args.work, stem + "-1")
                 run([weftc, path, *dims, "-o", one])
-                run([one, "--input", f"{name}={tokens}", "--output", f"logits={one}.npy"])
-                ok, error = compare(np.load(one + ".npy"), np.load(reference + ".logits.npy"))
+                logits = run_executable([one], {name: np.load(tokens)}, ["logits"])[0]
+                ok, error = compare(logits, np.load(reference + ".logits.npy"))
                 verdict(f"{stem} 1 rank vs torch", [] if ok else [f"max abs error {error:.2e}"],
                         f" (max abs error {error:.1e})")
             except RuntimeError as error:
@@ -138,9 +138,9 @@ def main():
                     report = run([weftc, path, *dims, "--mesh", f"tp={tp}", "--parallel",
                                   "megatron", "--report", "-o", exe])
                     problems, reduces = check_report(report, weights, layers)
-                    run([weft_run, exe, "--input", f"{name}={tokens}",
-                         "--output", f"logits={exe}.npy"])
-                    ok, error = compare(np.load(exe + ".npy"), np.load(one + ".npy"))
+                    ok, error = compare(
+                        run_executable([weft_run, exe], {name: np.load(tokens)}, ["logits"])[0],
+                        logits)
                     if not ok:
                         problems.append(f"outputs differ from 1 rank by {error:.2e}")
                     verdict(check, problems,

@@ -6,12 +6,11 @@ the last prompt position), and the logits at the last prompt position give
 the distribution of the next byte."""
 
 import argparse
-import pathlib
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+from weft import run_executable
 
 
 def main():
@@ -33,14 +32,8 @@ def main():
         tokens = list(text)[-args.seq:]
         ids = np.zeros((1, args.seq), dtype=np.int64)
         ids[0, :len(tokens)] = tokens
-        with tempfile.TemporaryDirectory() as tmp:
-            ids_path = pathlib.Path(tmp) / "ids.npy"
-            logits_path = pathlib.Path(tmp) / "logits.npy"
-            np.save(ids_path, ids)
-            subprocess.run(launcher + [args.executable, "--input",
-                                       f"input_ids={ids_path}", "--output",
-                                       f"logits={logits_path}"], check=True)
-            logits = np.load(logits_path)[0, len(tokens) - 1]
+        logits = run_executable(launcher + [args.executable], {"input_ids": ids},
+                                ["logits"])[0][0, len(tokens) - 1]
         probs = np.exp(logits.astype(np.float64) - logits.max())
         return probs / probs.sum()
 

@@ -36,7 +36,8 @@ LOSS_RTOL = 1e-3
 
 def prepare(args):
     import onnx
-    from test_data import dim_bindings, graph_inputs, load_pb, run_model
+    from test_data import dim_bindings, graph_inputs, load_pb
+    from weft import run_executable
 
     out = pathlib.Path(args.dir)
     if out.exists():
@@ -58,7 +59,7 @@ def prepare(args):
         for target, exe in [("cuda", work / "model"), ("cpu", work / "cpu")]:
             subprocess.run([args.weftc, str(model_dir / "model.onnx"), "-o", str(exe),
                             f"--target={target}"] + bindings, check=True)
-        reference = run_model([str(work / "cpu")], dict(zip(names, inputs)), outputs, work)
+        reference = run_executable([str(work / "cpu")], dict(zip(names, inputs)), outputs)
         for path in work.glob("cpu*"):
             path.unlink()
         for name, array in zip(names, inputs):

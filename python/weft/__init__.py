@@ -12,11 +12,12 @@ weftc is a command line of); a one-rank program runs here too
 """
 
 from .compiler import LaunchResult, Program, compile
+from .executables import run_executable
 from .errors import CompileError, LaunchError, PlanError, RunError, WeftError
 from .planner import Memory, Plan, Search, plan
 from .report import Report, summarize_trace
 from .tools import runtime_directory, tool
 
 __all__ = ["compile", "plan", "Program", "Plan", "Search", "Memory", "Report", "LaunchResult",
-           "summarize_trace", "tool", "runtime_directory", "WeftError", "CompileError",
+           "summarize_trace", "run_executable", "tool", "runtime_directory", "WeftError", "CompileError",
            "PlanError", "RunError", "LaunchError"]

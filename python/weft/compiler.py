@@ -18,6 +18,7 @@ from . import _weft
 from .errors import CompileError, LaunchError, RunError, WeftError
 from .models import dims_list, model_file
 from .planner import Plan
+from .executables import error_line, run_executable
 from .report import Report, report_of
 from .tools import runtime_directory, tool
 
@@ -211,44 +212,35 @@ class Program:
             if timeout is not None:
                 command += ["--timeout", str(timeout)]
             command.append(str(self.executable))
-            outputs: Dict[str, Path] = {}
-            if self.kind == "train":
-                if inputs is not None:
-                    raise LaunchError("a training step reads batches from data=..., "
-                                      "not inputs")
-                if data is None:
-                    raise LaunchError("a training step needs data=... (token ids)")
-                if isinstance(data, np.ndarray):
-                    (scratch / "tokens").write_bytes(data.astype("<u2").tobytes())
-                    data = scratch / "tokens"
-                command += ["--data", str(data), "--log", str(scratch / "metrics.jsonl")]
-                for flag, value in (("--steps", steps), ("--lr", lr),
-                                    ("--warmup", warmup), ("--init-seed", init_seed)):
-                    if value is not None:
-                        command += [flag, str(value)]
-            else:
-                for name, array in (inputs or {}).items():
-                    path = scratch / f"input{len(outputs)}_{len(command)}.npy"
-                    np.save(path, np.asarray(array))
-                    command += ["--input", f"{name}={path}"]
-                for index, name in enumerate(self.outputs()):
-                    outputs[name] = scratch / f"output{index}.npy"
-                    command += ["--output", f"{name}={outputs[name]}"]
+            if self.kind != "train":
+                names = list(self.outputs())
+                traced = ["--trace", str(trace)] if trace is not None else []
+                arrays = run_executable(command + traced + list(args), inputs or {},
+                                        names, error_class=LaunchError)
+                return LaunchResult(outputs=dict(zip(names, arrays)))
+            if inputs is not None:
+                raise LaunchError("a training step reads batches from data=..., not inputs")
+            if data is None:
+                raise LaunchError("a training step needs data=... (token ids)")
+            if isinstance(data, np.ndarray):
+                (scratch / "tokens").write_bytes(data.astype("<u2").tobytes())
+                data = scratch / "tokens"
+            command += ["--data", str(data), "--log", str(scratch / "metrics.jsonl")]
+            for flag, value in (("--steps", steps), ("--lr", lr),
+                                ("--warmup", warmup), ("--init-seed", init_seed)):
+                if value is not None:
+                    command += [flag, str(value)]
             if trace is not None:
                 command += ["--trace", str(trace)]
             command += list(args)
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
-                raise LaunchError(_error_line(done.stderr, done.returncode))
-            result = LaunchResult(stdout=done.stdout,
-                                  trace=str(trace) if trace is not None else None)
-            for name, path in outputs.items():
-                result.outputs[name] = np.load(path)
+                raise LaunchError(error_line(done.stderr, done.returncode))
             log = scratch / "metrics.jsonl"
-            if log.exists():
-                result.metrics = [json.loads(line) for line in log.read_text().splitlines()
-                                  if line.strip()]
-            return result
+            metrics = [json.loads(line) for line in log.read_text().splitlines()
+                       if line.strip()] if log.exists() else []
+            return LaunchResult(metrics=metrics, stdout=done.stdout,
+                                trace=str(trace) if trace is not None else None)
 
     def report(self, trace: Union[None, str, os.PathLike] = None) -> Report:
         """Memory, sharding, collectives, the pipeline schedule and the
@@ -261,17 +253,3 @@ class Program:
 
 def _mesh_text(mesh: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in mesh.items())
-
-
-def _error_line(stderr: str, status: int) -> str:
-    """The line that says what failed: the first rank's own error (`error:
-    rank 3: ...`), else weft-run's last."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    errors = [line[line.index("error:") + len("error:"):].strip()
-              for line in lines if "error:" in line]
-    for error in errors:
-        if error.startswith("rank "):
-            return error
-    if errors:
-        return errors[-1]
-    return lines[-1] if lines else f"weft-run exited with status {status}"

@@ -2,7 +2,7 @@
 print after `error:` (naming the op, ONNX node, tensor, option or rank)."""
 
 
-class WeftError(Exception):
+class WeftError(RuntimeError):
     """Anything Weft refuses or that fails."""
 
 
