@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPU checks of the CUDA backend, in two halves for two machines.
 
-  gpu_check.py prepare DIR --weftc WEFTC --models MODELS --data TOKENS
+  gpu_check.py prepare DIR [--weftc WEFTC] --models MODELS --data TOKENS
       On a machine with Weft (no GPU needed): compiles each shared model and
       the bundled GPT's training step with --target=cuda into DIR, with
       their inputs and the CPU backend's outputs and losses as references,
@@ -37,7 +37,8 @@ LOSS_RTOL = 1e-3
 def prepare(args):
     import onnx
     from test_data import dim_bindings, graph_inputs, load_pb
-    from weft import run_executable
+    from weft import run_executable, tool
+    args.weftc = args.weftc or str(tool("weftc"))
 
     out = pathlib.Path(args.dir)
     if out.exists():
@@ -155,7 +156,7 @@ def main():
     sub = parser.add_subparsers(dest="mode", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("dir")
-    p.add_argument("--weftc", required=True)
+    p.add_argument("--weftc", help="default: the weft package's (weft.tool)")
     p.add_argument("--models", required=True)
     p.add_argument("--data", required=True)
     r = sub.add_parser("run")

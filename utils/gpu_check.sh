@@ -1,7 +1,9 @@
 #!/bin/sh
 # The CUDA backend's GPU checks and bench (docs/cuda-backend.md, "On a GPU").
 #
-#   utils/gpu_check.sh --prepare DIR   here (`make build` first; no GPU):
+#   utils/gpu_check.sh --prepare DIR   here (`make build` first, and the
+#                                      weft package importable:
+#                                      PYTHONPATH=build/python; no GPU):
 #                                      builds DIR/checks (utils/gpu_check.py)
 #                                      and DIR/bench (bench/gpu_train.py) and
 #                                      packs DIR.tar.xz, what a GPU machine
@@ -18,10 +20,9 @@ if [ "$1" = "--prepare" ]; then
   rm -rf "$2"
   mkdir -p "$2"
   python3 "$here/gpu_check.py" prepare "$2/checks" \
-    --weftc "$here/../build/bin/weftc" --models "$here/../../shared/models" \
+    --models "$here/../../shared/models" \
     --data "$here/../data/tinyshakespeare.tokens"
-  python3 "$here/../bench/gpu_train.py" prepare "$2/bench" \
-    --weftc "$here/../build/bin/weftc"
+  python3 "$here/../bench/gpu_train.py" prepare "$2/bench"
   dir=$(cd "$2" && pwd)
   tar cJf "$dir.tar.xz" -C "$(dirname "$dir")" "$(basename "$dir")"
   echo "to carry: $dir.tar.xz ($(du -m "$dir.tar.xz" | cut -f1) MiB)"
