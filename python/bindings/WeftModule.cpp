@@ -1,10 +1,10 @@
 //===- WeftModule.cpp - weft._weft, the compiler library in Python --------===//
 //
 // The C++ side of the `weft` package: weft::compile and weft::planTraining
-// with their results as Python data, the HTML report, the manifest reader,
-// and a compiled one-rank model loaded in-process (its shared library
-// exports the runtime's C API). The Python modules shape these into the
-// package's classes; nothing here shells out to a tool.
+// with their results as Python data, the HTML report, the runtime's shard
+// layout (for checkpoints), and a compiled one-rank model loaded in-process
+// (its shared library exports the runtime's C API). The Python modules shape
+// these into the package's classes; nothing here shells out to a tool.
 //
 //===----------------------------------------------------------------------===//
 
@@ -398,51 +398,6 @@ py::dict traceSummary(const std::string &path) {
   return py::dict(py::arg("path") = trace->path, py::arg("tracks") = tracks);
 }
 
-const char *roleName(weft_role role) {
-  switch (role) {
-  case WEFT_INPUT:
-    return "input";
-  case WEFT_PARAM:
-    return "param";
-  case WEFT_STATE:
-    return "state";
-  case WEFT_OUTPUT:
-    return "output";
-  }
-  return "input";
-}
-
-/// The manifest of a compiled program (weft/runtime/Contract.h) as a dict.
-py::dict parseManifest(const std::string &text) {
-  std::string error;
-  std::optional<weft::runtime::Manifest> manifest =
-      weft::runtime::Manifest::parse(text, error);
-  if (!manifest)
-    throw Error("the manifest " + error);
-  py::dict d;
-  d["device"] = manifest->device;
-  d["mesh_names"] = manifest->mesh.names;
-  d["mesh_sizes"] = manifest->mesh.sizes;
-  d["groups"] = manifest->groups;
-  if (const auto &t = manifest->training)
-    d["training"] = py::dict(
-        py::arg("optimizer") = t->optimizer, py::arg("beta1") = t->beta1,
-        py::arg("beta2") = t->beta2, py::arg("vocab") = t->vocab,
-        py::arg("step_flops") = t->stepFlops,
-        py::arg("token_input") = t->tokenInput);
-  else
-    d["training"] = py::none();
-  py::list buffers;
-  for (const weft::runtime::ManifestBuffer &b : manifest->buffers)
-    buffers.append(
-        py::dict(py::arg("role") = roleName(b.role), py::arg("name") = b.name,
-                 py::arg("dtype") = weft_dtype_name(b.dtype),
-                 py::arg("shape") = b.shape, py::arg("sharding") = b.sharding,
-                 py::arg("index_bound") = b.indexBound));
-  d["buffers"] = buffers;
-  return d;
-}
-
 /// NumPy's name of a runtime dtype; bf16 has none.
 const char *numpyDtype(weft_dtype dtype) {
   switch (dtype) {
@@ -588,20 +543,6 @@ public:
   LoadedModel(const LoadedModel &) = delete;
   LoadedModel &operator=(const LoadedModel &) = delete;
 
-  py::list buffers() const {
-    py::list out;
-    for (size_t i = 0; i < weft_model_num_buffers(model); ++i) {
-      const weft_buffer_info *b = weft_model_buffer(model, i);
-      const char *dtype = numpyDtype(b->dtype);
-      out.append(py::dict(
-          py::arg("name") = b->name, py::arg("role") = roleName(b->role),
-          py::arg("dtype") = dtype ? dtype : weft_dtype_name(b->dtype),
-          py::arg("shape") = std::vector<int64_t>(b->shape, b->shape + b->rank),
-          py::arg("index_bound") = b->index_bound));
-    }
-    return out;
-  }
-
   /// Runs once on `inputs` (name -> array, every input given, exact dtype
   /// and shape); returns every output, copied.
   py::dict run(const py::dict &inputs) {
@@ -702,12 +643,10 @@ PYBIND11_MODULE(_weft, m) {
   m.def("compile", &compile, py::arg("options"));
   m.def("plan", &plan, py::arg("options"));
   m.def("trace_summary", &traceSummary, py::arg("path"));
-  m.def("parse_manifest", &parseManifest, py::arg("text"));
   m.def("insert_shard", &insertShard, py::arg("whole"), py::arg("local"),
         py::arg("sharding"), py::arg("mesh"), py::arg("shard"));
   py::class_<LoadedModel>(m, "LoadedModel")
       .def(py::init<const std::string &, const std::string &>(),
            py::arg("library"), py::arg("weights"))
-      .def("buffers", &LoadedModel::buffers)
       .def("run", &LoadedModel::run, py::arg("inputs"));
 }
