@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Starts `weft-run PROGRAM ARGS...`, kills one rank with SIGKILL once the
-ranks are running, and reports how weft-run ended: its error output, its
-exit status and how long it took to exit after the kill (it must be within
---limit seconds). Exits 1 if weft-run succeeded or took too long."""
+"""Starts `weft-run PROGRAM ARGS...`, kills one rank with SIGKILL (or stops
+it with --signal STOP) once the ranks are running, and reports how weft-run
+ended: its error output, its exit status and how long it took to exit after
+the signal (it must be within --limit seconds). Exits 1 if weft-run
+succeeded or took too long."""
 
 import argparse
 import os
@@ -20,6 +21,8 @@ def main():
     parser.add_argument("--after", type=float, default=1.0,
                         help="seconds to let the ranks run before the kill")
     parser.add_argument("--limit", type=float, default=30.0)
+    parser.add_argument("--signal", default="KILL",
+                        help="the signal's name without SIG: KILL, STOP, SEGV...")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as run_dir:
@@ -38,18 +41,19 @@ def main():
         time.sleep(args.after)
         with open(pid_file) as f:
             pid = int(f.read())
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, getattr(signal, "SIG" + args.signal))
         killed = time.monotonic()
         try:
             _, errors = launcher.communicate(timeout=args.limit)
         except subprocess.TimeoutExpired:
             launcher.kill()
-            print(f"FAIL: weft-run still running {args.limit:g} s after the kill")
+            os.kill(pid, signal.SIGKILL)
+            print(f"FAIL: weft-run still running {args.limit:g} s after SIG{args.signal}")
             return 1
         elapsed = time.monotonic() - killed
     sys.stdout.write(errors)
     print(f"weft-run exited with status {launcher.returncode} "
-          f"{elapsed:.1f} s after the kill")
+          f"{elapsed:.1f} s after SIG{args.signal}")
     return 0 if launcher.returncode != 0 and elapsed < args.limit else 1
 
 

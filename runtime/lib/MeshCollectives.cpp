@@ -28,6 +28,8 @@ namespace weft::runtime {
 namespace {
 
 World *currentWorld = nullptr;
+double collectiveTimeoutSeconds = kDefaultCollectiveTimeout;
+int64_t runningStep = -1;
 
 struct StridedDescriptor {
   char *allocated;
@@ -230,6 +232,13 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
 }
 
 } // namespace
+
+void setCollectiveTimeout(double seconds) {
+  collectiveTimeoutSeconds = seconds;
+}
+double collectiveTimeout() { return collectiveTimeoutSeconds; }
+void setCurrentStep(int64_t step) { runningStep = step; }
+int64_t currentStep() { return runningStep; }
 
 World::World(MeshShape mesh, int rank, GroupFactory factory)
     : mesh(std::move(mesh)), rank(rank),

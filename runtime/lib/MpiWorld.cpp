@@ -132,7 +132,9 @@ bool ranksShareCores = false;
 
 class MpiCommunicator final : public Communicator {
 public:
-  explicit MpiCommunicator(MPI_Comm comm) : comm(comm) {
+  /// `axes` names the mesh axes the communicator spans, for messages.
+  MpiCommunicator(MPI_Comm comm, std::string axes)
+      : comm(comm), axes(std::move(axes)) {
     MPI_Comm_rank(comm, &myRank);
     MPI_Comm_size(comm, &mySize);
   }
@@ -151,7 +153,7 @@ public:
     check(MPI_Iallreduce(MPI_IN_PLACE, data, int(count), mpiType(dtype, true),
                          mpiOp(op, dtype), comm, &request),
           "MPI_Iallreduce");
-    complete(request);
+    await(request, "all_reduce", count * weft_dtype_size(dtype));
   }
   void allGather(const void *send, void *recv, size_t count,
                  weft_dtype dtype) override {
@@ -160,7 +162,7 @@ public:
     check(MPI_Iallgather(send, int(count), type, recv, int(count), type, comm,
                          &request),
           "MPI_Iallgather");
-    complete(request);
+    await(request, "all_gather", count * weft_dtype_size(dtype));
   }
   void reduceScatter(const void *send, void *recv, size_t count,
                      weft_dtype dtype, ReduceOp op) override {
@@ -169,7 +171,7 @@ public:
                                     mpiType(dtype, true), mpiOp(op, dtype),
                                     comm, &request),
           "MPI_Ireduce_scatter_block");
-    complete(request);
+    await(request, "reduce_scatter", count * weft_dtype_size(dtype));
   }
   void allToAll(const void *send, void *recv, size_t count,
                 weft_dtype dtype) override {
@@ -178,7 +180,7 @@ public:
     check(MPI_Ialltoall(send, int(count), type, recv, int(count), type, comm,
                         &request),
           "MPI_Ialltoall");
-    complete(request);
+    await(request, "all_to_all", count * weft_dtype_size(dtype));
   }
   void broadcast(void *data, size_t count, weft_dtype dtype,
                  int root) override {
@@ -186,7 +188,7 @@ public:
     check(MPI_Ibcast(data, int(count), mpiType(dtype, false), root, comm,
                      &request),
           "MPI_Ibcast");
-    complete(request);
+    await(request, "broadcast", count * weft_dtype_size(dtype));
   }
   void send(const void *data, size_t count, weft_dtype dtype, int peer,
             int tag) override {
@@ -208,34 +210,68 @@ public:
     check(MPI_Irecv(data, int(count), mpiType(dtype, false), peer, tag, comm,
                     &request),
           "MPI_Irecv");
-    // A pipeline stage waits for its neighbour for a whole bubble: it
-    // sleeps between polls instead of spinning, leaving the core (or the
-    // hyperthread's sibling) to the ranks that compute. (Yielding instead
-    // measured slower for pipelines on ranks that share cores.)
-    for (int done = 0;;) {
-      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      if (done)
-        return;
-      finishSends();
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+    await(request, "receive", count * weft_dtype_size(dtype), peer);
   }
 
 private:
-  /// Waits for a collective. A rank that shares its core with other ranks
-  /// yields between polls: MPI's own wait spins, and a spinning rank takes
-  /// the core from the rank whose data it is waiting for.
-  void complete(MPI_Request &request) {
-    if (!ranksShareCores) {
-      check(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
-      return;
-    }
-    for (int done = 0;;) {
+  /// Waits for a collective, or with `peer` a receive from it, for at most
+  /// collectiveTimeout(). A pipeline stage waits for its neighbour for a
+  /// whole bubble: it sleeps between polls instead of spinning, leaving the
+  /// core (or the hyperthread's sibling) to the ranks that compute.
+  /// (Yielding instead measured slower for pipelines on ranks that share
+  /// cores.) A collective yields between polls where ranks share cores: a
+  /// spinning rank takes the core from the rank whose data it waits for.
+  void await(MPI_Request &request, const char *what, size_t bytes,
+             int peer = -1) {
+    auto start = std::chrono::steady_clock::now();
+    for (unsigned polls = 1;; ++polls) {
+      int done = 0;
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
       if (done)
         return;
-      sched_yield();
+      if (peer >= 0) {
+        finishSends();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      } else if (ranksShareCores) {
+        sched_yield();
+      }
+      if (polls % 256)
+        continue;
+      double waited = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+      if (waited > collectiveTimeout())
+        stalled(what, bytes, peer, waited);
     }
+  }
+
+  /// The watchdog's verdict: one line naming this rank and what it waited
+  /// for, then every rank is stopped.
+  [[noreturn]] void stalled(const char *what, size_t bytes, int peer,
+                            double waited) {
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::string from = "over " + axes;
+    if (peer >= 0) {
+      MPI_Group group, world;
+      int worldPeer = -1;
+      MPI_Comm_group(comm, &group);
+      MPI_Comm_group(MPI_COMM_WORLD, &world);
+      MPI_Group_translate_ranks(group, 1, &peer, world, &worldPeer);
+      from = "from rank " + std::to_string(worldPeer) + " (over " + axes + ")";
+    }
+    std::string step = currentStep() >= 0
+                           ? " in step " + std::to_string(currentStep())
+                           : std::string();
+    fprintf(stderr,
+            "error: rank %d: %s of %zu bytes %s%s waited %.0f s, past the "
+            "collective timeout (--collective-timeout, "
+            "WEFT_COLLECTIVE_TIMEOUT): a rank it needs stopped or died; "
+            "stopping every rank\n",
+            rank, what, bytes, from.c_str(), step.c_str(), waited);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort();
   }
   /// A send in flight and the copy of its data.
   struct Pending {
@@ -252,6 +288,7 @@ private:
   }
   std::list<Pending> sending;
   MPI_Comm comm;
+  std::string axes;
   int myRank = 0, mySize = 1;
 };
 
@@ -300,13 +337,16 @@ std::unique_ptr<World> startWorld(int &argc, char **&argv,
     check(MPI_Comm_split(MPI_COMM_WORLD, int(color), int(key), &comm),
           "MPI_Comm_split");
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    return std::unique_ptr<Communicator>(new MpiCommunicator(comm));
+    std::string names;
+    for (int axis : axes)
+      names += (names.empty() ? "" : ",") + shape.names[axis];
+    return std::unique_ptr<Communicator>(new MpiCommunicator(comm, names));
   };
   return std::make_unique<World>(mesh, rank, factory);
 }
 
 std::unique_ptr<Communicator> worldCommunicator() {
-  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, "every rank");
 }
 
 void stopWorld() {

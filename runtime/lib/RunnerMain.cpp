@@ -1,7 +1,7 @@
 //===- RunnerMain.cpp - main() of executables built by weftc --------------===//
 //
 //   ./model [--weights FILE] [--input NAME=FILE]... [--output NAME=FILE]...
-//           [--repeat N] [--threads N]
+//           [--repeat N] [--threads N] [--collective-timeout SECONDS]
 //
 // Input files are .npy or ONNX .pb; their dtype and shape must match the
 // model's. Outputs are written as .npy; without --output a summary of every
@@ -143,6 +143,7 @@ int main(int argc, char **argv) {
   void (*entry)(void **) = weft_entry;
   std::string weightsPath;
   std::map<std::string, std::string> inputs, outputs;
+  std::string collectiveTimeoutText;
   int repeat = 1, threads = 0;
   TrainOptions training;
   for (int i = 1; i < argc; ++i) {
@@ -168,6 +169,9 @@ int main(int argc, char **argv) {
     if (arg == "--help" || arg == "-h") {
       printf("usage: %s [--weights FILE] [--input NAME=FILE]... "
              "[--output NAME=FILE]... [--repeat N] [--threads N]\n"
+             "         [--collective-timeout SECONDS]   (a partitioned model: "
+             "how long a rank waits for its peers; default %.0f, or "
+             "WEFT_COLLECTIVE_TIMEOUT)\n"
              "       %s --data TOKENS [--steps N] [--lr X] [--min-lr X] "
              "[--warmup N] [--seed N] [--log FILE] [--print-every N]\n"
              "         [--init-seed N]   (random parameters, GPT-2 style, "
@@ -177,7 +181,7 @@ int main(int argc, char **argv) {
              "         (a model compiled with weftc --train)\n"
              "       %s --print-manifest   (its buffers and mesh, as JSON; "
              "of pp rank 0 in a pipeline)\n",
-             argv[0], argv[0], argv[0]);
+             argv[0], kDefaultCollectiveTimeout, argv[0], argv[0]);
       return 0;
     } else if (arg == "--print-manifest") {
       fputs(manifest, stdout);
@@ -232,6 +236,8 @@ int main(int argc, char **argv) {
       repeat = atoi(value("--repeat").c_str());
       if (repeat < 1)
         return fail("--repeat needs a positive count");
+    } else if (is("--collective-timeout")) {
+      collectiveTimeoutText = value("--collective-timeout");
     } else if (is("--threads")) {
       threads = atoi(value("--threads").c_str());
       if (threads < 1)
@@ -245,6 +251,19 @@ int main(int argc, char **argv) {
     } else {
       return fail("unknown argument '" + arg + "' (see --help)");
     }
+  }
+
+  if (collectiveTimeoutText.empty())
+    if (const char *text = getenv("WEFT_COLLECTIVE_TIMEOUT"))
+      collectiveTimeoutText = text;
+  if (!collectiveTimeoutText.empty()) {
+    char *end = nullptr;
+    double seconds = strtod(collectiveTimeoutText.c_str(), &end);
+    if (*end || !(seconds > 0))
+      return fail("--collective-timeout (or WEFT_COLLECTIVE_TIMEOUT) needs a "
+                  "positive number of seconds, not '" +
+                  collectiveTimeoutText + "'");
+    setCollectiveTimeout(seconds);
   }
 
   // All threads are OpenMP's: the GEMM wrapper splits work itself.

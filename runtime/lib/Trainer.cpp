@@ -400,6 +400,7 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
            options.peakTflops > 0 ? "--peak-tflops" : "estimated");
   char error[1024];
   for (int64_t step = firstStep; step <= options.steps; ++step) {
+    setCurrentStep(step);
     // The batch: `batch` windows of seq + 1 tokens at seeded offsets; this
     // rank draws its own rows.
     for (int64_t b = 0; b < batch; ++b) {

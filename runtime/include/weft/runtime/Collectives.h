@@ -81,6 +81,17 @@ private:
 /// The world that compiled collectives use.
 void setCurrentWorld(World *world);
 
+/// The watchdog: how long a rank waits for one collective or receive before
+/// it gives up on its peers (a rank stopped, wedged or gone), reports
+/// itself, the collective, its mesh axes and the step, and stops the world.
+/// The runner's --collective-timeout or WEFT_COLLECTIVE_TIMEOUT (seconds).
+constexpr double kDefaultCollectiveTimeout = 600;
+void setCollectiveTimeout(double seconds);
+double collectiveTimeout();
+/// The training step running (-1: none), for the watchdog's message.
+void setCurrentStep(int64_t step);
+int64_t currentStep();
+
 /// Starts the ranks of `mesh`. Partitioned executables link the MPI
 /// implementation; the default one runs a one-rank mesh only. Returns null
 /// with `error` set when the launched world does not match the mesh.
