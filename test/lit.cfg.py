@@ -62,7 +62,6 @@ else:
                     "cuda-device) are UNSUPPORTED" % cuda_missing)
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME"])
-config.environment["PYTHONPATH"] = config.weft_python_path
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.weft_tools_dir, config.llvm_tools_dir]

@@ -19,7 +19,6 @@
 
 import argparse
 import json
-import os
 import pathlib
 import shutil
 import subprocess

@@ -2,7 +2,6 @@
 (test_data_set_0/input_<i>.pb, output_<i>.pb). They run compiled models
 with weft.run_executable."""
 
-import numpy as np
 import onnx
 from onnx import numpy_helper
 

@@ -1,6 +1,7 @@
 //===- HtmlReport.cpp - A compiled program as one HTML page ---------------===//
 
 #include "weft/Compiler/HtmlReport.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -147,12 +148,10 @@ constexpr const char *kCollectiveColor = "#b07aa1";
 
 class Page {
 public:
-  explicit Page(const weft::CompileResult &result) : result(result) {
-    const weft::ProgramReport &first = result.programs.front();
-    ranks = 1;
-    for (int64_t size : first.meshSizes)
-      ranks *= size;
-  }
+  explicit Page(const weft::CompileResult &result)
+      : result(result), meshShape{result.programs.front().meshNames,
+                                  result.programs.front().meshSizes},
+        ranks(meshShape.numRanks()) {}
 
   std::string render(const weft::TraceSummary *trace) {
     os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -182,34 +181,26 @@ private:
       "margin:0 4px 0 12px;vertical-align:middle}";
 
   const weft::CompileResult &result;
-  int64_t ranks = 1;
+  const weft::runtime::MeshShape meshShape;
+  const int64_t ranks;
   std::string text;
   llvm::raw_string_ostream os{text};
 
+  /// The program a rank runs: its pp rank's in a pipeline.
   const weft::ProgramReport &programOfRank(int64_t rank) const {
-    const weft::ProgramReport &first = result.programs.front();
     if (result.programs.size() == 1)
-      return first;
-    int64_t inner = 1;
-    for (size_t axis = first.meshNames.size(); axis-- > 0;) {
-      if (first.meshNames[axis] == "pp")
-        return result.programs[(rank / inner) % first.meshSizes[axis]];
-      inner *= first.meshSizes[axis];
-    }
-    return first;
+      return result.programs.front();
+    std::vector<int64_t> at = meshShape.coordinates(rank);
+    auto pp = llvm::find(meshShape.names, "pp");
+    return result.programs[at[pp - meshShape.names.begin()]];
   }
 
   /// "dp 1, tp 0" for `rank`.
   std::string coordinates(int64_t rank) const {
-    const weft::ProgramReport &first = result.programs.front();
-    std::string out;
-    int64_t inner = 1;
-    std::vector<std::string> parts(first.meshNames.size());
-    for (size_t axis = first.meshNames.size(); axis-- > 0;) {
-      parts[axis] = first.meshNames[axis] + " " +
-                    std::to_string((rank / inner) % first.meshSizes[axis]);
-      inner *= first.meshSizes[axis];
-    }
+    std::vector<int64_t> at = meshShape.coordinates(rank);
+    std::vector<std::string> parts;
+    for (auto [name, coordinate] : llvm::zip(meshShape.names, at))
+      parts.push_back(name + " " + std::to_string(coordinate));
     return llvm::join(parts, ", ");
   }
 

@@ -3,7 +3,6 @@ fresh virtual environment (Debian's python3 with its torch and numpy
 visible), then docs/tutorial.py runs to the end there."""
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 

@@ -15,7 +15,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import _weft
-from .errors import CompileError, LaunchError, RunError, WeftError
+from .errors import CompileError, LaunchError, RunError
 from .models import dims_list, model_file
 from .planner import Plan
 from .executables import error_line, run_executable
@@ -204,24 +204,26 @@ class Program:
         ids) for `steps` and returns the metrics it logged. `trace` writes
         a Chrome trace of every rank (weft-run --trace). Raises LaunchError
         with the line that says which rank failed and why."""
+        command = [sys.executable, str(tool("weft-run"))]
+        if ranks is not None:
+            command += ["-np", str(ranks)]
+        if timeout is not None:
+            command += ["--timeout", str(timeout)]
+        command.append(str(self.executable))
+        if trace is not None:
+            command += ["--trace", str(trace)]
+        traced = str(trace) if trace is not None else None
+        if self.kind != "train":
+            names = list(self.outputs())
+            arrays = run_executable(command + list(args), inputs or {}, names,
+                                    error_class=LaunchError)
+            return LaunchResult(outputs=dict(zip(names, arrays)), trace=traced)
+        if inputs is not None:
+            raise LaunchError("a training step reads batches from data=..., not inputs")
+        if data is None:
+            raise LaunchError("a training step needs data=... (token ids)")
         with tempfile.TemporaryDirectory(prefix="weft-launch-") as scratch:
             scratch = Path(scratch)
-            command = [sys.executable, str(tool("weft-run"))]
-            if ranks is not None:
-                command += ["-np", str(ranks)]
-            if timeout is not None:
-                command += ["--timeout", str(timeout)]
-            command.append(str(self.executable))
-            if self.kind != "train":
-                names = list(self.outputs())
-                traced = ["--trace", str(trace)] if trace is not None else []
-                arrays = run_executable(command + traced + list(args), inputs or {},
-                                        names, error_class=LaunchError)
-                return LaunchResult(outputs=dict(zip(names, arrays)))
-            if inputs is not None:
-                raise LaunchError("a training step reads batches from data=..., not inputs")
-            if data is None:
-                raise LaunchError("a training step needs data=... (token ids)")
             if isinstance(data, np.ndarray):
                 (scratch / "tokens").write_bytes(data.astype("<u2").tobytes())
                 data = scratch / "tokens"
@@ -230,8 +232,6 @@ class Program:
                                 ("--warmup", warmup), ("--init-seed", init_seed)):
                 if value is not None:
                     command += [flag, str(value)]
-            if trace is not None:
-                command += ["--trace", str(trace)]
             command += list(args)
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
@@ -239,8 +239,7 @@ class Program:
             log = scratch / "metrics.jsonl"
             metrics = [json.loads(line) for line in log.read_text().splitlines()
                        if line.strip()] if log.exists() else []
-            return LaunchResult(metrics=metrics, stdout=done.stdout,
-                                trace=str(trace) if trace is not None else None)
+            return LaunchResult(metrics=metrics, stdout=done.stdout, trace=traced)
 
     def report(self, trace: Union[None, str, os.PathLike] = None) -> Report:
         """Memory, sharding, collectives, the pipeline schedule and the
