@@ -14,7 +14,15 @@ DEMO_DIR = $(BUILD)/demo
 # which the build assembles here.
 export PYTHONPATH := $(abspath $(BUILD))/python
 
-.PHONY: all deps build check check-lit check-unit check-python check-onnx-node check-conformance check-format demo docs clean
+# The sanitized build (ASan + UBSan, clang, libFuzzer coverage) for
+# `make check-asan` and `make fuzz`, beside the normal one.
+ASAN_BUILD ?= build-asan
+SANITIZER_APT_PACKAGES = clang-22 libclang-rt-22-dev
+SANITIZER_FLAGS = -O1 -gline-tables-only -DNDEBUG
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build check check-lit check-unit check-python check-onnx-node check-conformance check-format demo docs clean \
+  deps-sanitizers build-sanitized check-asan fuzz
 
 all: build
 
@@ -103,6 +111,35 @@ demo: build
 	$(BUILD)/bin/weftc $(DEMO_DIR)/gpt2_trained.onnx -o $(DEMO_DIR)/gpt2_trained
 	@python3 utils/demo_predict.py $(DEMO_DIR)/gpt2_trained --seq $(DEMO_SEQ) --prompt "$(DEMO_PROMPT)" --generate 40
 
+deps-sanitizers: deps
+	@missing=$$(for p in $(SANITIZER_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(ASAN_BUILD)/build.ninja:
+	cmake -G Ninja -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+	  -DCMAKE_C_FLAGS_RELEASE="$(SANITIZER_FLAGS)" -DCMAKE_CXX_FLAGS_RELEASE="$(SANITIZER_FLAGS)" \
+	  -DWEFT_SANITIZE=ON -DWEFT_FUZZ=ON
+
+build-sanitized: deps-sanitizers $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD) -j$(JOBS)
+
+# The unit and lit tests (the multi-rank ones included) with every binary
+# under ASan and UBSan: any report fails the test that ran into it.
+check-asan: build-sanitized
+	@start=$$(date +%s); \
+	ASAN_OPTIONS=detect_leaks=1 $(ASAN_BUILD)/bin/WeftUnitTests && \
+	  ninja -C $(ASAN_BUILD) $(DOC_TARGETS) && lit -sv $(ASAN_BUILD)/test; \
+	status=$$?; echo "== make check-asan: $$( [ $$status = 0 ] && echo passed || echo FAILED ) ($$(( $$(date +%s) - start )) s)"; \
+	exit $$status
+
+# Every fuzz target for FUZZ_SECONDS; corpora and crashes in $(ASAN_BUILD)/fuzz.
+fuzz: build-sanitized
+	python3 utils/fuzz.py --bin $(ASAN_BUILD)/bin --seconds $(FUZZ_SECONDS) --work $(ASAN_BUILD)/fuzz
+
 # The op and pass reference, generated from TableGen into docs/generated/.
 docs: build
 	ninja -C $(BUILD) $(DOC_TARGETS)
@@ -114,4 +151,4 @@ docs: build
 	  docs/generated/
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)

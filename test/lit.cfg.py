@@ -18,9 +18,20 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 # assembles: PYTHONPATH set on each command, because lit overwrites it in
 # the shell environment once it runs a builtin (cat) out of process.
 config.weft_python_path = os.path.join(config.weft_obj_root, "python")
+python_env = "PYTHONPATH=%s" % config.weft_python_path
+if config.weft_sanitizer_runtime:
+    # CPython's own allocations are not for LeakSanitizer to judge.
+    python_env += " LD_PRELOAD=%s ASAN_OPTIONS=detect_leaks=0" % (
+        config.weft_sanitizer_runtime)
+    # The fuzz targets load libstdc++ before the runtime (libFuzzer's
+    # link line), which is harmless but makes ASan refuse to start.
+    config.environment["ASAN_OPTIONS"] = "verify_asan_link_order=0"
+    # MPI_Init loads hwloc's discovery plugins (PCI, OpenCL, GL), which
+    # leak and are unloaded before LeakSanitizer can name them; no rank
+    # needs them.
+    config.environment["HWLOC_PLUGINS_PATH"] = "/nonexistent"
 config.substitutions.append(
-    ("%python", "env PYTHONPATH=%s %s" % (config.weft_python_path,
-                                          config.python_executable)))
+    ("%python", "env %s %s" % (python_env, config.python_executable)))
 config.substitutions.append(("%weft_src", config.weft_src_root))
 config.substitutions.append(("%weft_tools", config.weft_tools_dir))
 config.substitutions.append(("%weft_obj", config.weft_obj_root))
@@ -38,6 +49,21 @@ import subprocess
 if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                   capture_output=True).returncode == 0:
     config.available_features.add("torch")
+
+# A tmpfs in a private mount namespace (root, or unprivileged user
+# namespaces), for the full-disk drill.
+import tempfile
+with tempfile.TemporaryDirectory() as probe:
+    unshare = ["unshare", "--mount", "--propagation", "private"]
+    if os.geteuid() != 0:
+        unshare.insert(2, "--map-root-user")
+    if subprocess.run(unshare + ["mount", "-t", "tmpfs", "-o", "size=64k",
+                                 "weft-probe", probe],
+                      capture_output=True).returncode == 0:
+        config.available_features.add("tmpfs-mount")
+    else:
+        lit_config.note("no tmpfs can be mounted in a private mount namespace: "
+                        "the full-disk drill (REQUIRES: tmpfs-mount) is UNSUPPORTED")
 
 # A CUDA GPU, through its driver: the GPU tests (REQUIRES: cuda-device) run
 # only where there is one, and say why they do not elsewhere.
@@ -67,5 +93,7 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.weft_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["weft-opt", "weft-translate", "weft-eval", "weftc", "weft-run",
-     "weft-plan", "weft-calibrate"], tool_dirs)
+     "weft-plan", "weft-calibrate", "weft-fuzz-onnx-import",
+     "weft-fuzz-mlir-parse", "weft-fuzz-checkpoint", "weft-fuzz-model-open",
+     "weft-fuzz-cluster", "weft-fuzz-data-files"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

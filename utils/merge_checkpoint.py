@@ -8,7 +8,8 @@ The index records per tensor its global shape, its sharding spec (one
 token per dim: "-" whole, else the mesh axes that split it joined by '.',
 with "xB" for B interleaved blocks) and, per shard, the file and the
 shard's linear index over the split axes (major first). The shards are put
-together by the weft package (the runtime's ShardSpec)."""
+together by the weft package (the runtime's ShardSpec), after every file
+is checked against the CRC-32s of the index."""
 
 import argparse
 import sys
@@ -17,6 +18,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from weft.checkpoints import merge_checkpoint as merge
+from weft.errors import WeftError
 
 
 def main():
@@ -27,13 +29,17 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-3)
     parser.add_argument("--atol", type=float, default=1e-5)
     args = parser.parse_args()
-    index, merged = merge(args.checkpoint)
+    try:
+        index, merged = merge(args.checkpoint)
+        other = merge(args.compare)[1] if args.compare else None
+    except (OSError, WeftError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     if args.output:
         save_file(merged, args.output, metadata={"step": str(index["step"])})
         print(f"wrote {args.output}: {len(merged)} tensors, step "
               f"{index['step']}")
     if args.compare:
-        _, other = merge(args.compare)
         bad = 0
         worst = 0.0
         for name, value in merged.items():

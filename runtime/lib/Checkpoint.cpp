@@ -4,6 +4,8 @@
 #include "Json.h"
 #include "weft/runtime/ShardLayout.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -18,7 +20,36 @@ namespace fs = std::filesystem;
 namespace weft::runtime {
 namespace {
 
-constexpr const char *formatName = "weft-checkpoint/1";
+constexpr const char *formatName = "weft-checkpoint/2";
+
+std::string hex32(uint32_t value) {
+  char text[9];
+  snprintf(text, sizeof(text), "%08x", value);
+  return text;
+}
+
+/// What the index records of each rank file, and checks on load.
+struct FileDigest {
+  int64_t bytes = 0;
+  int64_t crc = 0;
+};
+
+constexpr const char *indexChecksumKey = "\"index_crc32\": \"";
+
+/// Where the eight digits of the index's checksum are in `text` (npos when
+/// it has none).
+size_t indexChecksumAt(const std::string &text) {
+  size_t at = text.rfind(indexChecksumKey);
+  if (at == std::string::npos ||
+      at + strlen(indexChecksumKey) + 8 > text.size())
+    return std::string::npos;
+  return at + strlen(indexChecksumKey);
+}
+
+uint32_t indexChecksum(std::string text, size_t digitsAt) {
+  text.replace(digitsAt, 8, "00000000");
+  return crc32(0, text.data(), text.size());
+}
 
 const char *safetensorsDtype(weft_dtype dtype) {
   static const char *names[] = {"F32", "F64", "F16", "BF16",
@@ -95,16 +126,21 @@ bool ownsShard(const ShardSpec &spec, const std::vector<int64_t> &holders,
   return false;
 }
 
-/// Writes `text` (or the bytes) to `path` and flushes it to disk.
+/// Writes the pieces to `path` and flushes it to disk; `digest`, when
+/// given, gets their size and checksum.
 bool writeDurably(const std::string &path,
                   const std::vector<std::pair<const void *, size_t>> &pieces,
-                  std::string &error) {
+                  std::string &error, FileDigest *digest = nullptr) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
     error = "cannot write '" + path + "': " + strerror(errno);
     return false;
   }
+  uint32_t crc = 0;
+  int64_t total = 0;
   for (auto [data, size] : pieces) {
+    crc = crc32(crc, data, size);
+    total += int64_t(size);
     const char *p = static_cast<const char *>(data);
     while (size > 0) {
       ssize_t n = write(fd, p, size);
@@ -118,9 +154,11 @@ bool writeDurably(const std::string &path,
     }
   }
   bool synced = fsync(fd) == 0;
-  close(fd);
   if (!synced)
     error = "cannot flush '" + path + "' to disk: " + strerror(errno);
+  close(fd);
+  if (digest)
+    *digest = {total, int64_t(crc)};
   return synced;
 }
 
@@ -135,7 +173,8 @@ void syncDirectory(const std::string &path) {
 /// The safetensors file of this rank's owned shards.
 bool writeRankFile(const std::string &path, const World &world,
                    const std::vector<CheckpointTensor> &tensors,
-                   const Holders &holders, std::string &error) {
+                   const Holders &holders, FileDigest &digest,
+                   std::string &error) {
   std::string header = "{\"__metadata__\": {\"format\": \"weft\"}";
   std::vector<std::pair<const void *, size_t>> pieces;
   size_t offset = 0;
@@ -157,7 +196,7 @@ bool writeRankFile(const std::string &path, const World &world,
   uint64_t headerSize = header.size(); // little-endian on every target here
   pieces.insert(pieces.begin(),
                 {{&headerSize, 8}, {header.data(), header.size()}});
-  return writeDurably(path, pieces, error);
+  return writeDurably(path, pieces, error, &digest);
 }
 
 /// The index entries of the tensors whose first holder is this rank.
@@ -187,9 +226,14 @@ std::string indexEntries(const World &world,
   return out.str();
 }
 
-/// Every rank's entries, concatenated on rank 0 (empty elsewhere).
+/// Every rank's entries and file digest, in an index on rank 0 (empty
+/// elsewhere).
 std::string indexJson(const CheckpointState &state, const World &world,
-                      Communicator &everyone, const std::string &entries) {
+                      Communicator &everyone, const std::string &entries,
+                      const FileDigest &digest) {
+  int64_t mine[2] = {digest.bytes, digest.crc};
+  std::vector<int64_t> digests(2 * everyone.size());
+  everyone.allGather(mine, digests.data(), 2, WEFT_I64);
   int64_t length = int64_t(entries.size());
   std::vector<int64_t> lengths(everyone.size());
   everyone.allGather(&length, lengths.data(), 1, WEFT_I64);
@@ -207,9 +251,16 @@ std::string indexJson(const CheckpointState &state, const World &world,
   out << "{\n  \"format\": \"" << formatName
       << "\",\n  \"step\": " << state.step << ",\n  \"seed\": " << state.seed
       << ",\n  \"mesh\": " << jsonQuote(world.mesh.describe())
-      << ",\n  \"tensors\": {" << tensors.substr(tensors.empty() ? 0 : 1)
-      << "\n  }\n}\n";
-  return out.str();
+      << ",\n  \"files\": {";
+  for (int64_t r = 0; r < everyone.size(); ++r)
+    out << (r ? ",\n    " : "\n    ") << "\"" << rankFile(r)
+        << "\": {\"bytes\": " << digests[2 * r] << ", \"crc32\": \""
+        << hex32(uint32_t(digests[2 * r + 1])) << "\"}";
+  out << "\n  },\n  \"tensors\": {" << tensors.substr(tensors.empty() ? 0 : 1)
+      << "\n  },\n  " << indexChecksumKey << "00000000\"\n}\n";
+  std::string text = out.str();
+  sealIndex(text);
+  return text;
 }
 
 /// Agrees over every rank: true when `ok` holds on all of them.
@@ -236,9 +287,31 @@ struct RankFile {
   size_t dataStart = 0;
 };
 
-bool openRankFile(const std::string &path, RankFile &file, std::string &error) {
+/// Reads a rank file and checks it against the index's digest of it.
+bool openRankFile(const std::string &path, const JsonValue *digest,
+                  RankFile &file, std::string &error) {
   if (!readFile(path, file.bytes)) {
     error = "cannot read '" + path + "'";
+    return false;
+  }
+  const JsonValue *bytes = digest ? digest->get("bytes") : nullptr;
+  const JsonValue *crc = digest ? digest->get("crc32") : nullptr;
+  if (!bytes || !crc) {
+    error = "the index has no size and CRC-32 of '" + path + "'";
+    return false;
+  }
+  if (int64_t(file.bytes.size()) != bytes->asInt()) {
+    error =
+        "'" + path + "' is " +
+        (int64_t(file.bytes.size()) < bytes->asInt() ? "truncated" : "longer") +
+        ": it has " + std::to_string(file.bytes.size()) +
+        " bytes, the index says " + std::to_string(bytes->asInt());
+    return false;
+  }
+  std::string actual = hex32(crc32(0, file.bytes.data(), file.bytes.size()));
+  if (actual != crc->string) {
+    error = "'" + path + "' is corrupt: its CRC-32 is " + actual +
+            ", the index says " + crc->string;
     return false;
   }
   uint64_t headerSize = 0;
@@ -280,6 +353,32 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 } // namespace
 
+uint32_t crc32(uint32_t crc, const void *data, size_t size) {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> entries;
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int bit = 0; bit < 8; ++bit)
+        c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      entries[i] = c;
+    }
+    return entries;
+  }();
+  const uint8_t *bytes = static_cast<const uint8_t *>(data);
+  crc = ~crc;
+  for (size_t i = 0; i < size; ++i)
+    crc = table[(crc ^ bytes[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+bool sealIndex(std::string &index) {
+  size_t digitsAt = indexChecksumAt(index);
+  if (digitsAt == std::string::npos)
+    return false;
+  index.replace(digitsAt, 8, hex32(indexChecksum(index, digitsAt)));
+  return true;
+}
+
 bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
                     const World &world, Communicator &everyone,
                     const std::vector<CheckpointTensor> &tensors,
@@ -297,23 +396,25 @@ bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
       error = "cannot create the checkpoint directory '" + temp.string() +
               "': " + ec.message();
   }
-  if (!allAgree(everyone, !ec)) {
-    if (error.empty())
-      error =
-          "rank 0 could not create the checkpoint directory in '" + dir + "'";
+  if (!allAgree(everyone, !ec))
     return false;
-  }
   Holders holders = gatherHolders(everyone, tensors);
+  FileDigest digest;
   bool ok = writeRankFile((temp / rankFile(world.rank)).string(), world,
-                          tensors, holders, error);
+                          tensors, holders, digest, error);
+  // A save that fails leaves no partial directory behind to fill the disk.
+  auto discard = [&] {
+    if (world.rank == 0) {
+      fs::remove_all(temp, ec);
+      fs::remove(fs::path(dir) / ".latest.tmp", ec);
+    }
+  };
   if (!allAgree(everyone, ok)) {
-    if (ok)
-      error = "another rank could not write its part of checkpoint '" +
-              final.string() + "'";
+    discard();
     return false;
   }
-  std::string index =
-      indexJson(state, world, everyone, indexEntries(world, tensors, holders));
+  std::string index = indexJson(state, world, everyone,
+                                indexEntries(world, tensors, holders), digest);
   if (world.rank == 0) {
     ok = writeDurably((temp / "index.json").string(),
                       {{index.data(), index.size()}}, error);
@@ -336,19 +437,32 @@ bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
     }
   }
   if (!allAgree(everyone, ok)) {
-    if (ok)
-      error = "rank 0 could not publish checkpoint '" + final.string() + "'";
+    discard();
     return false;
   }
   return true;
 }
 
-std::string latestCheckpoint(const std::string &dir) {
+std::vector<std::string> resumableCheckpoints(const std::string &dir) {
   std::ifstream latest(fs::path(dir) / "latest");
-  std::string name;
-  if (!(latest >> name) || name.find('/') != std::string::npos)
-    return "";
-  return (fs::path(dir) / name).string();
+  std::string newest;
+  if (!(latest >> newest) || newest.find('/') != std::string::npos)
+    newest.clear();
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const fs::directory_entry &entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && name != newest && entry.is_directory())
+      names.push_back(name);
+  }
+  // Zero-padded steps sort as numbers.
+  std::sort(names.rbegin(), names.rend());
+  if (!newest.empty())
+    names.insert(names.begin(), newest);
+  std::vector<std::string> paths;
+  for (const std::string &name : names)
+    paths.push_back((fs::path(dir) / name).string());
+  return paths;
 }
 
 bool loadCheckpoint(const std::string &path, const World &world,
@@ -361,13 +475,26 @@ bool loadCheckpoint(const std::string &path, const World &world,
     error = "cannot read checkpoint '" + path + "' (no index.json)";
     return false;
   }
-  const JsonValue *format, *step, *seed, *meshText, *entries;
+  size_t digitsAt = indexChecksumAt(text);
+  if (digitsAt == std::string::npos) {
+    error = "'" + indexPath + "' has no checksum (index_crc32): it is not a " +
+            formatName + " index";
+    return false;
+  }
+  std::string recorded = text.substr(digitsAt, 8);
+  std::string actual = hex32(indexChecksum(text, digitsAt));
+  if (actual != recorded) {
+    error = "'" + indexPath + "' is corrupt: its CRC-32 is " + actual +
+            ", it records " + recorded;
+    return false;
+  }
+  const JsonValue *format, *step, *seed, *meshText, *digests, *entries;
   MeshShape savedMesh;
   if (!parseJson(text, index, message) || !(format = index.get("format")) ||
       format->string != formatName || !(step = index.get("step")) ||
       !(seed = index.get("seed")) || !(meshText = index.get("mesh")) ||
       !MeshShape::parse(meshText->string, savedMesh) ||
-      !(entries = index.get("tensors"))) {
+      !(digests = index.get("files")) || !(entries = index.get("tensors"))) {
     error = "'" + indexPath + "' is not a " + formatName + " index" +
             (message.empty() ? "" : ": " + message);
     return false;
@@ -422,7 +549,7 @@ bool loadCheckpoint(const std::string &path, const World &world,
       }
       auto [it, fresh] = files.try_emplace(file->string);
       if (fresh && !openRankFile((fs::path(path) / file->string).string(),
-                                 it->second, error))
+                                 digests->get(file->string), it->second, error))
         return false;
       const RankFile &rankFile = it->second;
       const JsonValue *stored = rankFile.header.get(name);

@@ -356,4 +356,9 @@ void stopWorld() {
     MPI_Finalize();
 }
 
+void abortWorld() {
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  abort();
+}
+
 } // namespace weft::runtime

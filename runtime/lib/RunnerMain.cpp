@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -58,14 +59,41 @@ namespace {
 /// This process's rank in a partitioned model, for messages.
 int processRank = -1;
 
+/// This process's rank in the world once it has joined it, for the files
+/// it leaves weft-run in WEFT_RUN_DIR.
+int worldRank = -1;
+
+/// Whether this rank has said how it ended (recordExit).
+bool exitRecorded = false;
+
 /// Tells weft-run (through WEFT_RUN_DIR) how this rank ended, so that a
-/// rank that fails is told apart from the ones its launcher stops.
+/// rank that fails is told apart from the ones its launcher stops, and
+/// one that finished from one that exited in mid-run.
 void recordExit(int status) {
+  exitRecorded = true;
   const char *runDir = getenv("WEFT_RUN_DIR");
-  if (runDir && processRank >= 0)
-    std::ofstream(std::string(runDir) + "/rank" + std::to_string(processRank) +
+  if (runDir && worldRank >= 0)
+    std::ofstream(std::string(runDir) + "/rank" + std::to_string(worldRank) +
                   ".exit")
         << status << "\n";
+}
+
+/// A rank that exits in mid-run (exit(0) in a library, say) would leave
+/// its peers waiting in their next collective: it reports itself and stops
+/// them instead.
+void reportEarlyExit() {
+  if (processRank < 0 || exitRecorded)
+    return;
+  std::string step = currentStep() >= 0
+                         ? " in step " + std::to_string(currentStep())
+                         : std::string();
+  fprintf(stderr,
+          "error: rank %d: the process exited%s, before the run finished; "
+          "stopping every rank\n",
+          processRank, step.c_str());
+  fflush(stderr);
+  recordExit(1);
+  abortWorld();
 }
 
 int fail(const std::string &message) {
@@ -299,8 +327,10 @@ int main(int argc, char **argv) {
   if (!world)
     return fail(worldError);
   bool partitioned = !mesh.sizes.empty();
-  if (partitioned)
+  if (partitioned) {
     processRank = world->rank;
+    std::atexit(reportEarlyExit);
+  }
   int64_t pipelineRank = -1;
   if (pipelined()) {
     auto pp = std::find(mesh.names.begin(), mesh.names.end(), "pp");
@@ -329,8 +359,9 @@ int main(int argc, char **argv) {
     return fail(error);
   setCurrentWorld(world.get());
   // weft-run names a rank that dies from the pid it finds here.
+  worldRank = world->rank;
   if (const char *runDir = getenv("WEFT_RUN_DIR"))
-    std::ofstream(std::string(runDir) + "/rank" + std::to_string(world->rank) +
+    std::ofstream(std::string(runDir) + "/rank" + std::to_string(worldRank) +
                   ".pid")
         << getpid() << "\n";
   // Creating a communicator takes every rank, in one order: the groups of

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 namespace weft::runtime {
 namespace {
@@ -75,5 +76,7 @@ __attribute__((weak)) std::unique_ptr<Communicator> worldCommunicator() {
 }
 
 __attribute__((weak)) void stopWorld() {}
+
+__attribute__((weak)) void abortWorld() { _exit(1); }
 
 } // namespace weft::runtime

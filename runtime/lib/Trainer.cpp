@@ -14,11 +14,15 @@
 
 #include "weft/runtime/Trainer.h"
 #include "weft/runtime/Checkpoint.h"
+#include "weft/runtime/Contract.h"
 #include "weft/runtime/ShardLayout.h"
+#include "weft/runtime/TokenFile.h"
 #include "weft/runtime/Trace.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -27,7 +31,6 @@
 #include <memory>
 #include <omp.h>
 #include <random>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -114,38 +117,46 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-/// A token file, mapped read-only (pages are read as windows touch them).
-struct TokenFile {
-  const uint16_t *tokens = nullptr;
-  size_t count = 0;
-  size_t bytes = 0;
+/// A fault that WEFT_FAULT=ACTION@RANK:STEP makes rank RANK commit at the
+/// start of step STEP, for the drills of test/Reliability: exit0 (exit(0)
+/// in mid-run), quit0 (_exit(0), which skips the exit handlers), segv,
+/// kill or stop (that signal to itself).
+struct InjectedFault {
+  std::string action;
+  int64_t rank = -1;
+  int64_t step = -1;
 
-  bool open(const std::string &path, std::string &error) {
-    int fd = path.empty() ? -1 : ::open(path.c_str(), O_RDONLY);
-    struct stat status;
-    if (fd < 0 || fstat(fd, &status) != 0) {
-      if (fd >= 0)
-        close(fd);
-      error = "cannot read the token file '" + path + "' (pass --data FILE)";
+  bool parse(const char *spec, std::string &error) {
+    static const char *actions[] = {"exit0", "quit0", "segv", "kill", "stop"};
+    std::string text = spec;
+    size_t at = text.find('@'), colon = text.find(':');
+    long long parsedRank = -1, parsedStep = -1;
+    char end = 0;
+    action = text.substr(0, at);
+    if (at == std::string::npos || colon == std::string::npos ||
+        sscanf(text.c_str() + at + 1, "%lld:%lld%c", &parsedRank, &parsedStep,
+               &end) != 2 ||
+        std::find(std::begin(actions), std::end(actions), action) ==
+            std::end(actions)) {
+      error = "WEFT_FAULT='" + text +
+              "' is not ACTION@RANK:STEP with ACTION one of exit0, quit0, "
+              "segv, kill, stop";
       return false;
     }
-    bytes = size_t(status.st_size);
-    count = bytes / 2;
-    if (bytes) {
-      void *mapped = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (mapped == MAP_FAILED) {
-        close(fd);
-        error = "cannot map the token file '" + path + "'";
-        return false;
-      }
-      tokens = static_cast<const uint16_t *>(mapped);
-    }
-    close(fd);
+    rank = parsedRank;
+    step = parsedStep;
     return true;
   }
-  ~TokenFile() {
-    if (tokens)
-      munmap(const_cast<uint16_t *>(tokens), bytes);
+
+  void commitAt(int64_t currentRank, int64_t currentStep) const {
+    if (currentRank != rank || currentStep != step)
+      return;
+    fflush(stdout);
+    if (action == "exit0")
+      exit(0);
+    if (action == "quit0")
+      _exit(0);
+    raise(action == "segv" ? SIGSEGV : action == "kill" ? SIGKILL : SIGSTOP);
   }
 };
 
@@ -195,6 +206,10 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
                                              : outputs;
     table[info->name] = i;
   }
+  InjectedFault fault;
+  if (const char *spec = getenv("WEFT_FAULT"))
+    if (std::string message; !fault.parse(spec, message))
+      return fail(rank, message);
   // The compiler names the input that holds the token ids.
   const std::string tokens = weft_model_token_input(model);
   if (tokens.empty())
@@ -224,14 +239,14 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   for (int d = 0; d + 1 < idsInfo->rank; ++d)
     batch *= idsInfo->shape[d];
 
-  // The corpus: little-endian uint16 tokens, mapped; a rank reads only
-  // the windows of its own rows, and checks each token it reads.
+  // The corpus: little-endian uint16 tokens; a rank reads only the
+  // windows of its own rows, and checks each token it reads.
   TokenFile corpus;
   if (std::string message; !corpus.open(options.data, message))
     return fail(rank, message);
-  if (int64_t(corpus.count) < seq + 2)
+  if (int64_t(corpus.count()) < seq + 2)
     return fail(rank, "the token file '" + options.data + "' has " +
-                          std::to_string(corpus.count) +
+                          std::to_string(corpus.count()) +
                           " tokens; a sequence needs " +
                           std::to_string(seq + 1));
 
@@ -287,19 +302,49 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
   }
   int64_t firstStep = 1;
   uint64_t seed = options.seed;
+  std::unique_ptr<Communicator> everyone;
+  if (!options.checkpointDir.empty() || !options.trace.empty())
+    everyone = worldCommunicator();
   if (options.resume || !options.resumeFrom.empty()) {
-    std::string path = options.resumeFrom;
-    if (path.empty() &&
-        (path = latestCheckpoint(options.checkpointDir)).empty())
+    // --resume-from names one checkpoint; --resume takes the newest that
+    // loads on every rank, so a corrupt one costs the steps since the one
+    // before it, not the run.
+    std::vector<std::string> candidates =
+        options.resumeFrom.empty()
+            ? resumableCheckpoints(options.checkpointDir)
+            : std::vector<std::string>{options.resumeFrom};
+    if (candidates.empty())
       return fail(
           rank,
           "there is no checkpoint to resume from in '" + options.checkpointDir +
               "'" +
               (options.checkpointDir.empty() ? " (pass --ckpt-dir DIR)" : ""));
     CheckpointState state;
-    std::string message;
-    if (!loadCheckpoint(path, world, checkpointed, state, message))
-      return fail(rank, message);
+    std::string path;
+    for (size_t c = 0; c < candidates.size() && path.empty(); ++c) {
+      std::string message;
+      bool loaded =
+          loadCheckpoint(candidates[c], world, checkpointed, state, message);
+      if (!options.resumeFrom.empty() && !loaded)
+        return fail(rank, message);
+      int32_t failed = loaded ? 0 : 1;
+      if (options.resumeFrom.empty())
+        everyone->allReduce(&failed, 1, WEFT_I32, ReduceOp::Max);
+      if (!failed) {
+        path = candidates[c];
+        break;
+      }
+      bool last = c + 1 == candidates.size();
+      if (!loaded && !last)
+        fprintf(stderr,
+                "warning: rank %d: %s; trying the checkpoint before it\n", rank,
+                message.c_str());
+      else if (last)
+        return loaded ? kExitPeerFailed
+                      : fail(rank, message + "; no checkpoint in '" +
+                                       options.checkpointDir +
+                                       "' loads on every rank");
+    }
     if (options.seedGiven && options.seed != state.seed)
       return fail(rank, "checkpoint '" + path + "' was trained with --seed " +
                             std::to_string(state.seed) + ", not " +
@@ -310,16 +355,13 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
       printf("resuming from %s (step %lld)\n", path.c_str(),
              static_cast<long long>(state.step));
   }
-  std::unique_ptr<Communicator> everyone;
-  if (!options.checkpointDir.empty() || !options.trace.empty())
-    everyone = worldCommunicator();
   if (!options.trace.empty())
     trace::enable();
   auto save = [&](int64_t step) {
     std::string message;
     if (!saveCheckpoint(options.checkpointDir, {step, seed}, world, *everyone,
                         checkpointed, message))
-      return fail(rank, message);
+      return message.empty() ? kExitPeerFailed : fail(rank, message);
     return 0;
   };
 
@@ -399,22 +441,21 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
            stepFlops / 1e9, peak / 1e12 / std::max<int64_t>(1, mesh.numRanks()),
            options.peakTflops > 0 ? "--peak-tflops" : "estimated");
   char error[1024];
+  std::vector<uint16_t> window(seq + 1);
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     setCurrentStep(step);
+    fault.commitAt(rank, step);
     // The batch: `batch` windows of seq + 1 tokens at seeded offsets; this
     // rank draws its own rows.
     for (int64_t b = 0; b < batch; ++b) {
       if (!ownRow[b])
         continue;
       uint64_t offset =
-          mix(mix(seed) ^ mix(step * 1000003 + b)) % (corpus.count - seq - 1);
+          mix(mix(seed) ^ mix(step * 1000003 + b)) % (corpus.count() - seq - 1);
+      if (std::string message; !corpus.read(offset, window, vocab, message))
+        return fail(rank, "step " + std::to_string(step) + ": " + message);
       for (int64_t s = 0; s <= seq; ++s) {
-        uint16_t token = corpus.tokens[offset + s];
-        if (vocab && token >= vocab)
-          return fail(rank, "token " + std::to_string(token) + " at position " +
-                                std::to_string(offset + s) + " of '" +
-                                options.data + "' is outside the vocabulary (" +
-                                std::to_string(vocab) + ")");
+        uint16_t token = window[s];
         if (s < seq)
           ids[b * seq + s] = token;
         if (s > 0)

@@ -18,10 +18,12 @@ start depends on where weft-run runs:
 - inside a SLURM allocation but not in a task (SLURM_JOB_ID without
   SLURM_PROCID): `srun -n N --mpi=pmi2`.
 
-If a rank dies, the others are stopped and weft-run exits with status 1 and
-one line naming the rank (under mpiexec, from the pid files the ranks write
-into WEFT_RUN_DIR and a per-rank wrapper that sees its death). --timeout
-bounds the whole run, so a wedged rank never hangs the caller.
+If a rank dies, exits before the run finishes or stays stopped (SIGSTOP)
+until its peers' collective timeout, the others are stopped and weft-run
+exits with status 1 and one line naming the rank (under mpiexec, from the
+pid and exit files the ranks write into WEFT_RUN_DIR, a per-rank wrapper
+that sees its death, and the ranks' process states). --timeout bounds the
+whole run, so a wedged rank never hangs the caller.
 """
 
 import argparse
@@ -340,6 +342,10 @@ def main():
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
+# A rank's exit status when it stopped only because another failed
+# (kExitPeerFailed of runtime/include/weft/runtime/Contract.h).
+PEER_FAILED = 2
+
 # Hydra's report of a failed rank; weft-run says it in one line instead.
 BANNER = re.compile(r"^(=+$|=   |YOUR APPLICATION TERMINATED|This typically "
                     r"refers|Please see the FAQ)")
@@ -391,12 +397,24 @@ def supervise(command, env, run_dir, timeout):
     for reader in readers:
         reader.start()
     started = time.monotonic()
+    # A stopped rank (SIGSTOP, a debugger) cannot say so; its peers' watchdog
+    # only knows that someone is missing. Watched here, it can be named.
+    stopped_since = {}
+    next_look = started
     while process.poll() is None:
-        if timeout and time.monotonic() - started > timeout:
+        now = time.monotonic()
+        if timeout and now - started > timeout:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             fail(f"the ranks did not finish within {timeout:g} s; all were "
                  "stopped")
+        if now >= next_look:
+            next_look = now + 0.5
+            for rank, pid in rank_pids(run_dir).items():
+                if process_state(pid) == "T":
+                    stopped_since.setdefault(rank, now)
+                else:
+                    stopped_since.pop(rank, None)
         time.sleep(0.05)
     for reader in readers:
         reader.join(timeout=5)
@@ -409,12 +427,23 @@ def supervise(command, env, run_dir, timeout):
         if number not in (signal.SIGKILL, signal.SIGTERM):
             sys.stderr.write("".join(held))
 
-    # A rank that failed with an error has said so, and recorded it.
+    ended = time.monotonic()
+    for rank, since in sorted(stopped_since.items(), key=lambda item: item[1]):
+        if ended - since >= 1:
+            fail(f"rank {rank} (pid {pids.get(rank)}) was stopped (state T) "
+                 f"for {ended - since:.0f} s, and the others gave up waiting "
+                 "for it; every rank was stopped")
     for rank in sorted(pids):
-        status = read_exit(run_dir, rank)
-        if status:
-            fail(f"rank {rank} exited with status {status}; the other ranks "
-                 "were stopped")
+        if os.path.exists(os.path.join(run_dir, f"early.{pids[rank]}")):
+            fail(f"rank {rank} (pid {pids[rank]}) exited with status 0 before "
+                 "the run finished; the other ranks were stopped")
+    # A rank that failed with an error has said so, and recorded it; one
+    # that stopped only because another failed exited with PEER_FAILED.
+    statuses = {rank: read_exit(run_dir, rank) for rank in pids}
+    for rank in sorted(pids, key=lambda r: (statuses[r] == PEER_FAILED, r)):
+        if statuses[rank]:
+            fail(f"rank {rank} exited with status {statuses[rank]}; the other "
+                 "ranks were stopped")
     # The wrapper of a rank that died by a signal recorded it; the ranks
     # the launcher stopped afterwards took their wrappers with them.
     # The first to die is named: a killed rank's peers may abort after it
@@ -453,6 +482,15 @@ def supervise(command, env, run_dir, timeout):
     fail(f"{who} died{cause}; the other ranks were stopped")
 
 
+def process_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T...), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def signal_name(number):
     try:
         return signal.Signals(number).name
@@ -486,6 +524,14 @@ def rank_wrapper(run_dir, argv):
         with open(os.path.join(run_dir, f"died.{pid}"), "w") as f:
             f.write(f"{number}\n")
         os._exit(128 + number)
+    # A rank that joined the world (it wrote its pid) and exited 0 without
+    # saying it finished (_exit in mid-run) would leave its peers waiting:
+    # failing here makes the launcher stop them.
+    ranks = {found: rank for rank, found in rank_pids(run_dir).items()}
+    if (os.WEXITSTATUS(status) == 0 and pid in ranks
+            and read_exit(run_dir, ranks[pid]) is None):
+        open(os.path.join(run_dir, f"early.{pid}"), "w").close()
+        return 1
     return os.WEXITSTATUS(status)
 
 

@@ -12,9 +12,12 @@ bool weft::RuntimeLinkedTarget::link(llvm::ArrayRef<std::string> objects,
                                      llvm::StringRef runtimeDirectory,
                                      bool partitioned, bool sharedLibrary,
                                      std::string &error) const {
-  auto linker = llvm::sys::findProgramByName("c++");
+  // The driver of the build that made the runtime ("c++" on PATH unless it
+  // was a sanitized build, whose runtime needs its own compiler's
+  // sanitizer libraries).
+  auto linker = llvm::sys::findProgramByName(WEFT_LINK_DRIVER);
   if (!linker) {
-    error = "no C++ compiler driver 'c++' on PATH to link with";
+    error = "no C++ compiler driver '" WEFT_LINK_DRIVER "' to link with";
     return false;
   }
   auto library = [&](llvm::StringRef name) {
@@ -32,6 +35,9 @@ bool weft::RuntimeLinkedTarget::link(llvm::ArrayRef<std::string> objects,
       return false;
     }
   std::vector<llvm::StringRef> args{*linker};
+  llvm::SmallVector<llvm::StringRef> buildFlags;
+  llvm::StringRef(WEFT_EXECUTABLE_LINK_FLAGS).split(buildFlags, ' ', -1, false);
+  args.insert(args.end(), buildFlags.begin(), buildFlags.end());
   args.insert(args.end(), objects.begin(), objects.end());
   // A partitioned model runs its ranks over MPI: the MPI world replaces
   // the runtime's weak one-rank definitions, so it is linked whole.

@@ -731,7 +731,7 @@ LogicalResult Partitioner::partitionReturn(func::ReturnOp op) {
     func.setResultAttrs(index, llvm::cast<DictionaryAttr>(attrs));
   func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                  ValueRange(results).getTypes()));
-  op.erase();
+  // The global return goes with the other global ops, at the end of run().
   return success();
 }
 
@@ -788,11 +788,10 @@ LogicalResult Partitioner::run() {
     if (failed(partitionOp(op)))
       return failure();
   }
-  for (Operation *op : llvm::reverse(ops))
-    if (!isa<func::ReturnOp>(op)) {
-      op->dropAllUses();
-      op->erase();
-    }
+  for (Operation *op : llvm::reverse(ops)) {
+    op->dropAllUses();
+    op->erase();
+  }
   llvm::BitVector globalArgs(func.getNumArguments());
   globalArgs.set(0, numGlobalArgs);
   return func.eraseArguments(globalArgs);

@@ -101,6 +101,8 @@ std::unique_ptr<World> startWorld(int &argc, char **&argv,
 /// handling, outside the model).
 std::unique_ptr<Communicator> worldCommunicator();
 void stopWorld();
+/// Stops every rank at once, after this one has reported why.
+[[noreturn]] void abortWorld();
 
 /// The communicator of a program that runs as one rank: every collective
 /// is the identity (a copy where send and receive buffers differ).

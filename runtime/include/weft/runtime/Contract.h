@@ -112,6 +112,10 @@ constexpr const char *kEmulatedCudaDevice = "cuda-emulation";
 /// has none (EX_UNAVAILABLE), told apart from its other errors (1).
 constexpr int kExitNoCudaDevice = 69;
 
+/// The exit status of a rank that stopped only because another failed (and
+/// printed why): weft-run names a rank that exited with 1 before these.
+constexpr int kExitPeerFailed = 2;
+
 struct Manifest {
   /// kCpuDevice, kCudaDevice or kEmulatedCudaDevice.
   std::string device = kCpuDevice;
