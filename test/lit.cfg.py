@@ -20,6 +20,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.weft_python_path = os.path.join(config.weft_obj_root, "python")
 python_env = "PYTHONPATH=%s" % config.weft_python_path
 if config.weft_sanitizer_runtime:
+    config.available_features.add("asan")
     # CPython's own allocations are not for LeakSanitizer to judge.
     python_env += " LD_PRELOAD=%s ASAN_OPTIONS=detect_leaks=0" % (
         config.weft_sanitizer_runtime)
@@ -33,6 +34,8 @@ if config.weft_sanitizer_runtime:
 config.substitutions.append(
     ("%python", "env %s %s" % (python_env, config.python_executable)))
 config.substitutions.append(("%weft_src", config.weft_src_root))
+# A C++ program linked with the runtime links as weftc links executables.
+config.substitutions.append(("%cxx", config.weft_link_command.strip()))
 config.substitutions.append(("%weft_tools", config.weft_tools_dir))
 config.substitutions.append(("%weft_obj", config.weft_obj_root))
 # Third-party models shipped beside the repository (../shared/models).

@@ -200,6 +200,17 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
       error = ("'" + where + key + "' must not be negative").str();
     into = *value;
   };
+  // A count: a whole number a machine could have (inf, NaN or 1e70 would
+  // not survive the conversion).
+  auto count = [&](double value, llvm::StringRef key) -> int64_t {
+    if (!(value >= 0 && value <= double(1 << 30)) ||
+        value != std::floor(value)) {
+      if (error.empty())
+        error = ("'" + key + "' must be a whole number up to 2^30").str();
+      return 0;
+    }
+    return int64_t(value);
+  };
   double nodes = 0, gpusPerNode = 0, nics = 0;
   number(*root, "nodes", "", nodes, true);
   number(*root, "gpus_per_node", "", gpusPerNode, true);
@@ -255,8 +266,9 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   double cores = 0, threads = 1;
   number(*root, "cores_per_node", "", cores, false);
   number(*root, "threads_per_rank", "", threads, false);
-  cluster.coresPerNode = int64_t(cores);
-  cluster.threadsPerRank = std::max<int64_t>(1, int64_t(threads));
+  cluster.coresPerNode = count(cores, "cores_per_node");
+  cluster.threadsPerRank =
+      std::max<int64_t>(1, count(threads, "threads_per_rank"));
   double cacheMb = 0, cacheGb = 0, sendUs = 0;
   number(*gpu, "cache_mb", "gpu.", cacheMb, false);
   number(*gpu, "cache_bandwidth_gbps", "gpu.", cacheGb, false);
@@ -284,9 +296,9 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   }
   cluster.nicBandwidth = linkGb * giga;
   cluster.interLatency = latencyUs * 1e-6;
-  cluster.nodes = int64_t(nodes);
-  cluster.gpusPerNode = int64_t(gpusPerNode);
-  cluster.nicsPerNode = int64_t(nics);
+  cluster.nodes = count(nodes, "nodes");
+  cluster.gpusPerNode = count(gpusPerNode, "gpus_per_node");
+  cluster.nicsPerNode = count(nics, "inter_node.nics_per_node");
   if (error.empty() && (cluster.nodes < 1 || cluster.gpusPerNode < 1))
     error = "nodes and gpus_per_node must be at least 1";
   const Efficiency &e = cluster.efficiency;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -499,6 +500,11 @@ bool loadCheckpoint(const std::string &path, const World &world,
             (message.empty() ? "" : ": " + message);
     return false;
   }
+  // A seed is below 2^64 and a step is a count.
+  if (step->asInt() < 0 || !(seed->number >= 0 && seed->number < 1.8e19)) {
+    error = "'" + indexPath + "' has a bad step or seed";
+    return false;
+  }
   state.step = step->asInt();
   state.seed = static_cast<uint64_t>(seed->number);
 
@@ -527,7 +533,8 @@ bool loadCheckpoint(const std::string &path, const World &world,
     const JsonValue *shards = entry->get("shards");
     ShardSpec savedSpec;
     if (!sharding || !shards ||
-        !ShardSpec::parse(sharding->string, shape.size(), savedSpec)) {
+        !ShardSpec::parse(sharding->string, shape.size(), savedSpec) ||
+        !savedSpec.fits(savedMesh)) {
       error =
           "tensor '" + name + "' has a malformed entry in '" + indexPath + "'";
       return false;
@@ -538,11 +545,14 @@ bool loadCheckpoint(const std::string &path, const World &world,
     for (int64_t size : savedLocal)
       savedBytes *= size_t(size);
     global.assign(info->bytes, 0);
-    int64_t covered = 0;
+    std::set<int64_t> covered;
     for (const JsonValue &shard : shards->array) {
       const JsonValue *file = shard.get("file");
       const JsonValue *which = shard.get("shard");
-      if (!file || !which || file->string.find('/') != std::string::npos) {
+      if (!file || !which || file->string.find('/') != std::string::npos ||
+          which->asInt() < 0 ||
+          which->asInt() >= savedSpec.numShards(savedMesh) ||
+          !covered.insert(which->asInt()).second) {
         error = "tensor '" + name + "' has a malformed shard in '" + indexPath +
                 "'";
         return false;
@@ -567,11 +577,11 @@ bool loadCheckpoint(const std::string &path, const World &world,
       savedSpec.insert(rankFile.bytes.data() + rankFile.dataStart + offsets[0],
                        global.data(), shape, elementSize, which->asInt(),
                        savedMesh);
-      ++covered;
     }
-    if (covered != savedSpec.numShards(savedMesh)) {
-      error = "checkpoint '" + path + "' has " + std::to_string(covered) +
-              " of the " + std::to_string(savedSpec.numShards(savedMesh)) +
+    if (int64_t(covered.size()) != savedSpec.numShards(savedMesh)) {
+      error = "checkpoint '" + path + "' has " +
+              std::to_string(covered.size()) + " of the " +
+              std::to_string(savedSpec.numShards(savedMesh)) +
               " shards of tensor '" + name + "'";
       return false;
     }

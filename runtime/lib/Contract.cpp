@@ -228,7 +228,8 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
         return std::nullopt;
       }
     ShardSpec spec;
-    if (!ShardSpec::parse(b.sharding, b.shape.size(), spec)) {
+    if (!ShardSpec::parse(b.sharding, b.shape.size(), spec) ||
+        !spec.fits(manifest.mesh)) {
       read.fail("buffer '" + b.name + "' has the bad sharding '" + b.sharding +
                 "'");
       return std::nullopt;

@@ -10,6 +10,7 @@
 #define WEFT_RUNTIME_JSON_H
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,7 +29,13 @@ struct JsonValue {
 
   /// The member `key` of an object, or null when there is none.
   const JsonValue *get(const std::string &key) const;
-  int64_t asInt() const { return static_cast<int64_t>(number); }
+  /// The number as an integer; INT64_MIN when it has none (NaN, or out of
+  /// range), which every reader refuses as it refuses a negative count.
+  int64_t asInt() const {
+    return number >= -9.2e18 && number <= 9.2e18
+               ? static_cast<int64_t>(number)
+               : std::numeric_limits<int64_t>::min();
+  }
 };
 
 /// Parses `text`; false with `error` set (one line, with the offset) when

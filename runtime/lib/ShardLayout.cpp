@@ -2,6 +2,7 @@
 
 #include "weft/runtime/ShardLayout.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -59,18 +60,18 @@ bool ShardSpec::parse(const std::string &text, size_t rank, ShardSpec &spec) {
       size_t times = token.find('x');
       std::string axes = token.substr(0, times);
       if (times != std::string::npos) {
-        try {
-          dim.blocks = std::stoll(token.substr(times + 1));
-        } catch (...) {
-          return false;
-        }
-        if (dim.blocks < 1)
+        std::string count = token.substr(times + 1);
+        char *end = nullptr;
+        errno = 0;
+        dim.blocks = strtoll(count.c_str(), &end, 10);
+        if (count.empty() || *end || errno || dim.blocks < 1)
           return false;
       }
       std::stringstream axisTokens(axes);
       std::string axis;
       while (std::getline(axisTokens, axis, '.')) {
-        if (axis.empty() ||
+        // A mesh has a few axes: more than two digits is not one.
+        if (axis.empty() || axis.size() > 2 ||
             axis.find_first_not_of("0123456789") != std::string::npos)
           return false;
         dim.axes.push_back(std::stoi(axis));
@@ -81,6 +82,17 @@ bool ShardSpec::parse(const std::string &text, size_t rank, ShardSpec &spec) {
     spec.dims.push_back(dim);
   }
   return spec.dims.size() == rank;
+}
+
+bool ShardSpec::fits(const MeshShape &mesh) const {
+  std::vector<bool> used(mesh.sizes.size(), false);
+  for (const DimSplit &dim : dims)
+    for (int axis : dim.axes) {
+      if (axis >= int(mesh.sizes.size()) || used[axis])
+        return false;
+      used[axis] = true;
+    }
+  return true;
 }
 
 std::string ShardSpec::str() const {

@@ -8,6 +8,9 @@
 
 #include "weft/runtime/TensorFiles.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -33,7 +36,11 @@ static bool readFile(const std::string &path, std::string &data,
   return true;
 }
 
+/// The readers have checked that the count fits the file, but a zero dim
+/// after huge ones still makes the running product overflow.
 static int64_t elementCount(const std::vector<int64_t> &shape) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end())
+    return 0;
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
@@ -112,9 +119,27 @@ static bool readNpy(const std::string &path, TensorData &out,
   out.shape.clear();
   std::stringstream dims(shape.substr(open + 1, close - open - 1));
   std::string item;
+  // Each dim a count, and all of them together no more bytes than a file
+  // could hold.
+  double wholeBytes = double(weft_dtype_size(out.dtype));
   while (std::getline(dims, item, ','))
-    if (item.find_first_not_of(" ") != std::string::npos)
-      out.shape.push_back(std::stoll(item));
+    if (item.find_first_not_of(" ") != std::string::npos) {
+      char *end = nullptr;
+      errno = 0;
+      long long dim = strtoll(item.c_str(), &end, 10);
+      if (errno || dim < 0 || end == item.c_str() ||
+          std::string(end).find_first_not_of(" ") != std::string::npos) {
+        error = "'" + path + "' has a malformed shape '" + shape + "'";
+        return false;
+      }
+      out.shape.push_back(dim);
+      wholeBytes *= double(dim);
+    }
+  if (wholeBytes > double(data.size())) {
+    error = "'" + path + "' holds " + std::to_string(data.size()) +
+            " bytes, fewer than its shape " + shapeString(out.shape) + " needs";
+    return false;
+  }
   size_t bytes = elementCount(out.shape) * weft_dtype_size(out.dtype);
   size_t dataStart = headerStart + headerLength;
   if (data.size() - dataStart != bytes) {
@@ -343,8 +368,21 @@ static bool readPb(const std::string &path, TensorData &out,
             std::to_string(dataType);
     return false;
   }
-  size_t count = elementCount(out.shape);
+  // The dims may not ask for more values than the file holds (each value
+  // takes at least a byte of it), negative ones included.
   size_t width = weft_dtype_size(out.dtype);
+  double values = 1;
+  bool negative = false;
+  for (int64_t d : out.shape) {
+    negative |= d < 0;
+    values *= double(d);
+  }
+  if (negative || values > double(data.size())) {
+    error = "'" + path + "' has dims " + shapeString(out.shape) + " that its " +
+            std::to_string(data.size()) + " bytes cannot hold";
+    return false;
+  }
+  size_t count = elementCount(out.shape);
   out.bytes.assign(count * width, 0);
   if (hasRaw) {
     if (raw.size() != out.bytes.size()) {
@@ -352,17 +390,17 @@ static bool readPb(const std::string &path, TensorData &out,
               " bytes but its dims need " + std::to_string(out.bytes.size());
       return false;
     }
-    memcpy(out.bytes.data(), raw.data(), raw.size());
+    std::copy(raw.begin(), raw.end(), out.bytes.begin());
     return true;
   }
   size_t have = fixed.empty() ? varints.size() : fixed.size() / width;
-  if (have != count) {
+  if (have != count || fixed.size() % width != 0) {
     error = "'" + path + "' holds " + std::to_string(have) +
             " values but its dims need " + std::to_string(count);
     return false;
   }
   if (!fixed.empty()) {
-    memcpy(out.bytes.data(), fixed.data(), fixed.size());
+    std::copy(fixed.begin(), fixed.end(), out.bytes.begin());
     return true;
   }
   for (size_t i = 0; i < count; ++i) {

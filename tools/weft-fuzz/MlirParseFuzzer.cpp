@@ -1,13 +1,21 @@
 //===- MlirParseFuzzer.cpp - Fuzzes weft-opt's .mlir parser path ----------===//
 //
-// An input is .mlir text, parsed (and so verified) with every dialect
-// weft-opt registers; a module that parses is printed back, generic and
-// custom forms, to exercise the printers of Weft's ops.
+// An input is .mlir text, parsed (and so verified) as weft-opt parses it,
+// with Weft's dialect and those its IR is written in (func, arith, tensor,
+// shard); a module that parses is printed back, generic and custom forms,
+// to exercise the printers of Weft's ops. weft-opt also registers the rest
+// of upstream MLIR, whose parsers are upstream's to fuzz (one, linalg's
+// transpose, crashes on a truncated permutation: docs/reliability.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "FuzzInput.h"
-#include "weft/InitAllDialects.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -25,7 +33,9 @@ mlir::MLIRContext &freshEnoughContext() {
   static int uses = 0;
   if (!context || ++uses % 256 == 0) {
     mlir::DialectRegistry registry;
-    weft::registerAllDialects(registry);
+    registry.insert<weft::WeftDialect, mlir::func::FuncDialect,
+                    mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
+                    mlir::shard::ShardDialect>();
     context = std::make_unique<mlir::MLIRContext>(
         registry, mlir::MLIRContext::Threading::DISABLED);
   }
@@ -42,10 +52,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       firstError = d.str();
     return mlir::success();
   });
+  // The lexer needs the NUL after the text that weft-opt's file buffers
+  // have (libFuzzer's data has none).
+  std::string text(reinterpret_cast<const char *>(data), size);
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(
-          llvm::StringRef(reinterpret_cast<const char *>(data), size),
-          mlir::ParserConfig(&context));
+      mlir::parseSourceString<mlir::ModuleOp>(text,
+                                              mlir::ParserConfig(&context));
   weft::fuzz::report(module ? "" : firstError);
   if (!module)
     return 0;

@@ -444,6 +444,11 @@ def supervise(command, env, run_dir, timeout):
         if statuses[rank]:
             fail(f"rank {rank} exited with status {statuses[rank]}; the other "
                  "ranks were stopped")
+    for rank in sorted(pids):
+        code = read_status(os.path.join(run_dir, f"exited.{pids[rank]}"))
+        if code:
+            fail(f"rank {rank} (pid {pids[rank]}) exited with status {code} "
+                 "without an error of Weft's; the other ranks were stopped")
     # The wrapper of a rank that died by a signal recorded it; the ranks
     # the launcher stopped afterwards took their wrappers with them.
     # The first to die is named: a killed rank's peers may abort after it
@@ -527,12 +532,17 @@ def rank_wrapper(run_dir, argv):
     # A rank that joined the world (it wrote its pid) and exited 0 without
     # saying it finished (_exit in mid-run) would leave its peers waiting:
     # failing here makes the launcher stop them.
+    # One that failed without the runtime's record (exit(1) in a library, a
+    # sanitizer's report) is the rank at fault, not the peers the launcher
+    # kills after it.
     ranks = {found: rank for rank, found in rank_pids(run_dir).items()}
-    if (os.WEXITSTATUS(status) == 0 and pid in ranks
-            and read_exit(run_dir, ranks[pid]) is None):
-        open(os.path.join(run_dir, f"early.{pid}"), "w").close()
-        return 1
-    return os.WEXITSTATUS(status)
+    code = os.WEXITSTATUS(status)
+    if pid in ranks and read_exit(run_dir, ranks[pid]) is None:
+        with open(os.path.join(run_dir, f"{'exited' if code else 'early'}.{pid}"),
+                  "w") as f:
+            f.write(f"{code}\n")
+        return code or 1
+    return code
 
 
 def exit_file(run_dir, rank):
@@ -540,8 +550,12 @@ def exit_file(run_dir, rank):
 
 
 def read_exit(run_dir, rank):
+    return read_status(exit_file(run_dir, rank))
+
+
+def read_status(path):
     try:
-        with open(exit_file(run_dir, rank)) as f:
+        with open(path) as f:
             return int(f.read().strip() or 0)
     except (OSError, ValueError):
         return None

@@ -17,9 +17,11 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <exception>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/defs/parser.h>
@@ -199,10 +201,19 @@ LogicalResult Importer::loadModel() {
       line = end + 1;
     }
     onnx::OnnxParser parser(text.c_str());
-    onnx::Common::Status status = parser.Parse(model);
-    if (!status.IsOK()) {
+    // The parser reports most errors in its status, but throws on a number
+    // it cannot convert (std::stoi on "1e999").
+    std::string message;
+    try {
+      onnx::Common::Status status = parser.Parse(model);
+      if (!status.IsOK())
+        message = status.ErrorMessage();
+    } catch (const std::exception &exception) {
+      message = exception.what();
+    }
+    if (!message.empty()) {
       modelError() << "cannot parse ONNX text model '" << path
-                   << "': " << status.ErrorMessage();
+                   << "': " << message;
       return failure();
     }
     return success();
@@ -348,6 +359,13 @@ Importer::valueInfoType(const onnx::ValueInfoProto &info) {
     }
     shape.push_back(*bound);
   }
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (d < 0 || llvm::MulOverflow(count, d, count)) {
+      modelError() << "graph input '" << info.name()
+                   << "' has an invalid or overflowing shape";
+      return failure();
+    }
   return RankedTensorType::get(shape, elementType);
 }
 

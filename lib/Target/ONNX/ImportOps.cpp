@@ -9,6 +9,7 @@
 #include "Importer.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/Support/MathExtras.h"
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -553,14 +554,26 @@ LogicalResult Importer::importConv(const onnx::NodeProto &n) {
     return nodeError() << "strides, dilations and pads must have " << spatial
                        << ", " << spatial << " and " << 2 * spatial
                        << " entries";
+  constexpr int64_t largest = int64_t(1) << 31;
+  for (int64_t i = 0; i < spatial; ++i)
+    if (strides[i] < 1 || strides[i] > largest || dilations[i] < 1 ||
+        dilations[i] > largest || pads[i] < 0 || pads[i] > largest ||
+        pads[spatial + i] < 0 || pads[spatial + i] > largest)
+      return nodeError() << "strides and dilations must be from 1 to 2^31 "
+                            "and pads from 0 to 2^31";
   std::string autoPad = stringAttr("auto_pad", "NOTSET");
   if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = xType.getDimSize(2 + i);
       int64_t out = (in + strides[i] - 1) / strides[i];
-      int64_t kernel = (wType.getDimSize(2 + i) - 1) * dilations[i] + 1;
-      int64_t total =
-          std::max<int64_t>(0, (out - 1) * strides[i] + kernel - in);
+      int64_t kernel, reach;
+      if (llvm::MulOverflow(wType.getDimSize(2 + i) - 1, dilations[i],
+                            kernel) ||
+          llvm::MulOverflow(out - 1, strides[i], reach))
+        return nodeError() << "the kernel or the output of spatial dim " << i
+                           << " does not fit an int64";
+      kernel += 1;
+      int64_t total = std::max<int64_t>(0, reach + kernel - in);
       int64_t small = total / 2, large = total - small;
       pads[i] = autoPad == "SAME_UPPER" ? small : large;
       pads[spatial + i] = autoPad == "SAME_UPPER" ? large : small;
@@ -815,7 +828,8 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &n) {
     }
     if (d < 0)
       return nodeError() << "shape entry #" << i << " is " << d;
-    known *= d;
+    if (llvm::MulOverflow(known, d, known))
+      return nodeError() << "shape has more elements than an int64 counts";
   }
   int64_t total = type.getNumElements();
   if (inferIndex >= 0) {

@@ -8,6 +8,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 #include <cmath>
 
 using namespace mlir;
@@ -229,7 +230,21 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   return castTo(*host, getType().getElementType()).toAttr();
 }
 
+// Integer folds wrap around, as ONNX's (and NumPy's) integer arithmetic
+// does, where C++'s signed overflow would be undefined.
+static int64_t wrappingAdd(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) + uint64_t(b));
+}
+static int64_t wrappingSub(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) - uint64_t(b));
+}
+static int64_t wrappingMul(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) * uint64_t(b));
+}
+
 static int64_t intDivTowardZero(int64_t a, int64_t b) {
+  if (b == -1)
+    return wrappingSub(0, a);
   return b == 0 ? 0 : a / b;
 }
 
@@ -241,7 +256,7 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   return foldElementwise(
       adaptor.getOperands(), getType(),
       [](ArrayRef<double> x) { return x[0] + x[1]; },
-      [](ArrayRef<int64_t> x) { return x[0] + x[1]; });
+      [](ArrayRef<int64_t> x) { return wrappingAdd(x[0], x[1]); });
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
@@ -250,7 +265,7 @@ OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
   return foldElementwise(
       adaptor.getOperands(), getType(),
       [](ArrayRef<double> x) { return x[0] - x[1]; },
-      [](ArrayRef<int64_t> x) { return x[0] - x[1]; });
+      [](ArrayRef<int64_t> x) { return wrappingSub(x[0], x[1]); });
 }
 
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
@@ -261,7 +276,7 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
   return foldElementwise(
       adaptor.getOperands(), getType(),
       [](ArrayRef<double> x) { return x[0] * x[1]; },
-      [](ArrayRef<int64_t> x) { return x[0] * x[1]; });
+      [](ArrayRef<int64_t> x) { return wrappingMul(x[0], x[1]); });
 }
 
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
@@ -566,7 +581,13 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context,
                              " pads");
   // The parser infers types before it fills in default-valued properties.
   int64_t group = adaptor.getGroupAttr() ? adaptor.getGroupAttr().getInt() : 1;
-  if (group < 1 || clash(input.getDimSize(1), weight.getDimSize(1) * group))
+  int64_t channels = ShapedType::kDynamic;
+  if (group < 1 || (!ShapedType::isDynamic(weight.getDimSize(1)) &&
+                    llvm::MulOverflow(weight.getDimSize(1), group, channels)))
+    return emitOptionalError(loc, "'weft.conv' weight channels ",
+                             weight.getDimSize(1), " x group ", group,
+                             " is not a channel count");
+  if (clash(input.getDimSize(1), channels))
     return emitOptionalError(loc, "'weft.conv' input channels ",
                              input.getDimSize(1), " != weight channels ",
                              weight.getDimSize(1), " x group ", group);
@@ -593,8 +614,15 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context,
     if (stride < 1 || dilation < 1)
       return emitOptionalError(loc, "'weft.conv' strides and dilations must "
                                     "be positive");
-    int64_t kernel = (weight.getDimSize(2 + i) - 1) * dilation + 1;
-    int64_t padded = in + adaptor.getPads()[i] + adaptor.getPads()[spatial + i];
+    int64_t kernelSize = weight.getDimSize(2 + i), kernel, padded;
+    if (ShapedType::isDynamic(kernelSize) || kernelSize < 1 ||
+        llvm::MulOverflow(kernelSize - 1, dilation, kernel) ||
+        llvm::AddOverflow(kernel, int64_t(1), kernel) ||
+        llvm::AddOverflow(in, adaptor.getPads()[i], padded) ||
+        llvm::AddOverflow(padded, adaptor.getPads()[spatial + i], padded))
+      return emitOptionalError(loc, "'weft.conv' spatial dim ", i,
+                               " has no static size: its kernel, dilation "
+                               "and pads do not fit an int64");
     if (padded < kernel)
       return emitOptionalError(loc, "'weft.conv' kernel larger than the "
                                     "padded input in spatial dim ",

@@ -47,6 +47,8 @@ struct ShardSpec {
 
   /// Parses a spec for a tensor of `rank` dims; false on a malformed spec.
   static bool parse(const std::string &text, size_t rank, ShardSpec &spec);
+  /// Whether every axis it names is an axis of `mesh`, each at most once.
+  bool fits(const MeshShape &mesh) const;
   std::string str() const;
   /// For people: the mesh axis names splitting each dim ("tp, -"; "dp+tp"
   /// for two axes, "tp (3 blocks)" for a packed dim), or "replicated".
