@@ -138,7 +138,7 @@ check-asan: build-sanitized
 
 # Every fuzz target for FUZZ_SECONDS; corpora and crashes in $(ASAN_BUILD)/fuzz.
 fuzz: build-sanitized
-	python3 utils/fuzz.py --bin $(ASAN_BUILD)/bin --seconds $(FUZZ_SECONDS) --work $(ASAN_BUILD)/fuzz
+	python3 utils/fuzz.py --bin $(ASAN_BUILD)/bin --seconds $(FUZZ_SECONDS) --jobs $(JOBS) --work $(ASAN_BUILD)/fuzz
 
 # The op and pass reference, generated from TableGen into docs/generated/.
 docs: build

@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """Runs Weft's libFuzzer targets (tools/weft-fuzz, built with -DWEFT_FUZZ=ON)
-for --seconds each and prints, per target, the executions, the coverage
-(libFuzzer's cov: edges and ft: features) and whether anything crashed.
+for --seconds each (--seconds TARGET=N for one of them), --jobs at a time,
+and prints, per target, the executions, the coverage (libFuzzer's cov:
+edges and ft: features) and whether anything crashed.
 
-Seed corpora are made first, in --work: the shared models with their
-weights dropped (their graphs, small) and the ONNX node-test models for
-the importer; the .mlir tests (split at `// -----`) for the parser; a
+Seed corpora are made first, in --work: the shared models with their large
+weights dropped and their batch and sequence dims bound, the ONNX
+node-test models and the test suite's text models for the importer; the .mlir tests (split at `// -----`) for the parser; a
 small checkpoint, a compiled model's manifest and weights, the planner's
 cluster files and data files of each kind for the others. Each target's
 inputs from test/Fuzz/Inputs (the regression corpus `make check` replays)
 are seeds too. A crash leaves its input in --work/crashes/TARGET: copy it
-into test/Fuzz/Inputs/TARGET with the fix."""
+into test/Fuzz/Inputs/TARGET with the fix. Corpora grow from run to run;
+a run reports the crashes it found itself."""
 
 import argparse
+import concurrent.futures
 import glob
 import io
 import json
@@ -50,21 +53,37 @@ def onnx_seeds(out):
         except Exception:
             continue
         # The graph is the interesting part; the weights only make it big.
+        # Small initializers stay: they are the shapes and indices the
+        # importer reads.
         for tensor in model.graph.initializer:
-            tensor.ClearField("raw_data")
-            tensor.ClearField("float_data")
+            if tensor.ByteSize() <= 1024 and \
+                    tensor.data_location == onnx.TensorProto.DEFAULT:
+                continue
+            for field in ("raw_data", "float_data", "int32_data", "int64_data"):
+                tensor.ClearField(field)
             tensor.ClearField("external_data")
             tensor.data_location = onnx.TensorProto.DEFAULT
+        # Exports leave batch and sequence symbolic; a seed binds them (as
+        # --dim would) so that mutations reach past the graph inputs.
+        for value in list(model.graph.input) + list(model.graph.output):
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param"):
+                    dim.dim_value = 2
         write(out, f"shared-{count}.onnx", model.SerializeToString())
         count += 1
     node_models = sorted(glob.glob(os.path.join(NODE_TESTS, "*", "model.onnx")))
     for path in node_models[::4]:
         shutil.copy(path, os.path.join(out, f"node-{os.path.basename(os.path.dirname(path))}.onnx"))
+    # Test files hold several text models (split-file sections, or one
+    # after another); each is a seed of its own.
     for path in sorted(glob.glob(os.path.join(ROOT, "test", "**", "*.onnxtxt"),
                                  recursive=True)):
         with open(path) as f:
-            text = "".join(line for line in f if not line.lstrip().startswith("#"))
-        write(out, os.path.basename(path), text.lstrip().encode())
+            lines = [line for line in f if not line.lstrip().startswith(("#", "//"))]
+        models = re.split(r"^(?=<\s*ir_version)", "".join(lines), flags=re.M)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        for number, text in enumerate(m for m in models if m.startswith("<")):
+            write(out, f"{stem}-{number}.onnxtxt", text.encode())
 
 
 def mlir_seeds(out):
@@ -182,6 +201,7 @@ def fuzz(target, seconds, work, seeds, bin_dir):
     crashes = os.path.join(work, "crashes", target)
     os.makedirs(corpus, exist_ok=True)
     os.makedirs(crashes, exist_ok=True)
+    earlier = set(os.listdir(crashes))
     regression = os.path.join(ROOT, "test", "Fuzz", "Inputs", target)
     command = [os.path.join(bin_dir, f"weft-fuzz-{target}"), corpus,
                os.path.join(seeds, target)]
@@ -201,7 +221,7 @@ def fuzz(target, seconds, work, seeds, bin_dir):
         text = f.read()
     stats = {key: int(value) for key, value in STAT.findall(text)}
     done = DONE.search(text)
-    found = sorted(os.listdir(crashes))
+    found = sorted(set(os.listdir(crashes)) - earlier)
     return {"target": target, "status": status,
             "execs": stats.get("number_of_executed_units", 0),
             "per_second": stats.get("average_exec_per_sec", 0),
@@ -214,8 +234,11 @@ def fuzz(target, seconds, work, seeds, bin_dir):
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=int, default=60,
-                        help="how long each target runs")
+    parser.add_argument("--seconds", action="append", default=[],
+                        help="how long each target runs (default 60), or "
+                             "TARGET=SECONDS for one (repeatable)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="targets that run at once (one core each)")
     parser.add_argument("--work", required=True,
                         help="corpora, crashes and logs (kept between runs)")
     parser.add_argument("--bin", required=True,
@@ -226,19 +249,30 @@ def main():
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
         parser.error(f"unknown target '{unknown[0]}' (known: {', '.join(TARGETS)})")
+    seconds = {target: 60 for target in targets}
+    for value in args.seconds:
+        target, _, number = value.rpartition("=")
+        if not number.isdigit() or int(number) < 1 or (target and target not in TARGETS):
+            parser.error(f"--seconds takes SECONDS or TARGET=SECONDS, not '{value}'")
+        for name in ([target] if target else targets):
+            seconds[name] = int(number)
     os.makedirs(args.work, exist_ok=True)
     seeds = make_seeds(args.work, args.bin)
     print(f"{'target':<12} {'seconds':>7} {'executions':>11} {'exec/s':>7} "
           f"{'cov':>6} {'ft':>7} {'corpus':>6}  result", flush=True)
     failed = False
-    for target in targets:
-        result = fuzz(target, args.seconds, args.work, seeds, args.bin)
-        verdict = "no crash" if not result["crashes"] and result["status"] == 0 else \
-            f"FAILED (exit {result['status']}; {', '.join(result['crashes']) or 'see ' + result['log']})"
-        failed |= verdict != "no crash"
-        print(f"{target:<12} {args.seconds:>7} {result['execs']:>11} "
-              f"{result['per_second']:>7} {result['cov']:>6} {result['ft']:>7} "
-              f"{result['corpus']:>6}  {verdict}", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        runs = {pool.submit(fuzz, target, seconds[target], args.work, seeds, args.bin): target
+                for target in targets}
+        for run in concurrent.futures.as_completed(runs):
+            result = run.result()
+            target = result["target"]
+            verdict = "no crash" if not result["crashes"] and result["status"] == 0 else \
+                f"FAILED (exit {result['status']}; {', '.join(result['crashes']) or 'see ' + result['log']})"
+            failed |= verdict != "no crash"
+            print(f"{target:<12} {seconds[target]:>7} {result['execs']:>11} "
+                  f"{result['per_second']:>7} {result['cov']:>6} {result['ft']:>7} "
+                  f"{result['corpus']:>6}  {verdict}", flush=True)
     return 1 if failed else 0
 
 

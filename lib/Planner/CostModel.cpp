@@ -342,6 +342,31 @@ double hierarchicalAllReduceTime(double bytes, int64_t local, int64_t nodes,
                         intra);
 }
 
+double groupCollectiveTime(const Cluster &cluster, Collective kind,
+                           double bytes, int64_t local, int64_t nodes) {
+  if (kind == Collective::SendRecv) {
+    Link link = nodes > 1 ? cluster.interNode() : cluster.intraNode;
+    if (cluster.sendLatency > 0)
+      link.latency = cluster.sendLatency;
+    return local * nodes <= 1
+               ? 0
+               : collectiveTime(kind, Algorithm::Ring, bytes, 2, link);
+  }
+  if (nodes <= 1)
+    return collectiveTime(kind, Algorithm::Ring, bytes, local,
+                          cluster.intraNode);
+  if (local <= 1)
+    return collectiveTime(kind, Algorithm::Ring, bytes, nodes,
+                          cluster.interNode());
+  if (kind == Collective::AllReduce)
+    return hierarchicalAllReduceTime(bytes, local, nodes, cluster.intraNode,
+                                     cluster.interNode());
+  return collectiveTime(kind, Algorithm::Ring, bytes, local,
+                        cluster.intraNode) +
+         collectiveTime(kind, Algorithm::Ring, bytes / double(local), nodes,
+                        cluster.interNode());
+}
+
 double bubbleFraction(pipeline::ScheduleKind kind, int64_t stages,
                       int64_t microbatches, int64_t virtualStages) {
   double p = double(stages), m = double(microbatches);

@@ -47,9 +47,10 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
   llvm::SmallVector<llvm::StringRef> items;
   llvm::StringRef(text).split(items, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef item : items) {
-    auto [key, value] = item.split('=');
-    key = key.trim();
-    value = value.trim();
+    // Named variables, not structured bindings: C++17 lambdas cannot
+    // capture those.
+    std::pair<llvm::StringRef, llvm::StringRef> split = item.split('=');
+    llvm::StringRef key = split.first.trim(), value = split.second.trim();
     auto integer = [&](std::optional<int64_t> &into, int64_t least) {
       int64_t n;
       if (value.getAsInteger(10, n) || n < least) {
@@ -189,29 +190,14 @@ struct Pricer {
   }
 
   /// A collective over the dp group: ranks tp apart, as many per node as
-  /// the node holds, hierarchical when the group spans nodes.
+  /// the node holds.
   double dataParallel(Collective kind, double bytes, int64_t dp,
                       int64_t tp) const {
     if (dp == 1)
       return 0;
     int64_t local =
         std::min<int64_t>(dp, std::max<int64_t>(1, cluster.gpusPerNode / tp));
-    int64_t nodes = dp / local;
-    if (nodes == 1)
-      return collectiveTime(kind, Algorithm::Ring, bytes, dp,
-                            tp < cluster.gpusPerNode ? cluster.intraNode
-                                                     : cluster.interNode());
-    if (local == 1)
-      return collectiveTime(kind, Algorithm::Ring, bytes, dp,
-                            cluster.interNode());
-    if (kind == Collective::AllReduce)
-      return hierarchicalAllReduceTime(bytes, local, nodes, cluster.intraNode,
-                                       cluster.interNode());
-    // Gather or scatter: the piece inside the node, then across nodes.
-    return collectiveTime(kind, Algorithm::Ring, bytes, local,
-                          cluster.intraNode) +
-           collectiveTime(kind, Algorithm::Ring, bytes / local, nodes,
-                          cluster.interNode());
+    return groupCollectiveTime(cluster, kind, bytes, local, dp / local);
   }
 };
 

@@ -21,6 +21,7 @@
 #include <list>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace weft::runtime {
@@ -317,7 +318,13 @@ std::unique_ptr<World> startWorld(int &argc, char **&argv,
   int ranksOnNode = 1;
   MPI_Comm_size(node, &ranksOnNode);
   MPI_Comm_free(&node);
-  ranksShareCores = ranksOnNode > int(std::thread::hardware_concurrency());
+  // MPI counts the ranks of one host; containers or network namespaces on
+  // one machine are hosts to it that still share the cores (WEFT_SHARED_CORES).
+  const char *shared = std::getenv("WEFT_SHARED_CORES");
+  ranksShareCores =
+      shared && *shared
+          ? std::string(shared) != "0"
+          : ranksOnNode > int(std::thread::hardware_concurrency());
   MeshShape shape = mesh;
   auto factory = [shape, rank](const std::vector<int> &axes) {
     // Ranks that agree on every other axis form one group; within it they
@@ -352,8 +359,36 @@ std::unique_ptr<Communicator> worldCommunicator() {
 void stopWorld() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized)
-    MPI_Finalize();
+  if (finalized)
+    return;
+  // UCX 1.13's TCP transport (MPICH's netmod between hosts) can deadlock in
+  // MPI_Finalize, openucx/ucx#8738: a rank waits for a peer to acknowledge
+  // the closing of their connection while the peer, done closing its own,
+  // waits in the launcher's barrier. By now the run is over and everything
+  // it writes is written, so past a deadline the rank leaves, saying so;
+  // with a deadline of 0 every rank leaves without finalizing once all
+  // are here, which the launcher takes as a clean end.
+  double deadline = kDefaultFinalizeTimeout;
+  if (const char *value = std::getenv("WEFT_FINALIZE_TIMEOUT"))
+    deadline = std::max(0.0, std::atof(value));
+  if (deadline == 0) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    return;
+  }
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  fflush(nullptr);
+  std::thread([rank, deadline] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(deadline));
+    fprintf(stderr,
+            "warning: rank %d: MPI_Finalize did not return in %.0f s "
+            "(WEFT_FINALIZE_TIMEOUT); the run had ended, so the rank exits "
+            "without it\n",
+            rank, deadline);
+    fflush(stderr);
+    _exit(0);
+  }).detach();
+  MPI_Finalize();
 }
 
 void abortWorld() {

@@ -1,6 +1,7 @@
 //===- weft-calibrate.cpp - Measure this machine for the planner ----------===//
 //
 // mpiexec -n R weft-calibrate [-o FILE]
+// mpiexec -n R weft-calibrate --collectives BYTES[,BYTES...]
 //
 // Describes this machine as the planner's `cpu-local` cluster of R ranks,
 // each with the threads and the BLAS kernels a weftc executable gives it.
@@ -13,6 +14,12 @@
 // cpu-local.json) that `--cluster cpu-local` reads. Launch it as weft-run
 // launches a model (bound to cores when ranks outnumber them).
 //
+// With --collectives it measures instead what the planner predicts with
+// `weft-plan --collective-times`: an all-reduce and an all-gather of each
+// size over every rank and a send from the first rank to the last, one
+// JSON line each, so that a cost model can be checked against a network
+// (utils/multihost.sh).
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/Blas.h"
@@ -24,6 +31,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -99,6 +107,91 @@ double allReduceTime(weft::runtime::Communicator &comm, size_t bytes,
   return seconds;
 }
 
+/// Seconds of one all-gather whose gathered result is `bytes` (rounded to
+/// whole floats per rank), over every rank.
+double allGatherTime(weft::runtime::Communicator &comm, size_t bytes,
+                     int rounds) {
+  size_t count = std::max<size_t>(bytes / 4 / size_t(comm.size()), 1);
+  std::vector<float> piece(count, 1.0f), gathered(count * comm.size());
+  double seconds = 0;
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Sum);
+  double start = now();
+  for (int i = 0; i < rounds; ++i)
+    comm.allGather(piece.data(), gathered.data(), count, WEFT_F32);
+  seconds = (now() - start) / rounds;
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Max);
+  return seconds;
+}
+
+/// Seconds of one message of `bytes` from the first rank to the last (half
+/// a ping-pong); the other ranks wait without spinning.
+double sendTime(weft::runtime::Communicator &comm, size_t bytes, int rounds) {
+  int first = 0, last = comm.size() - 1;
+  std::vector<char> message(std::max<size_t>(bytes, 1));
+  double seconds = 0;
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Sum);
+  if (comm.rank() == first || comm.rank() == last) {
+    int peer = comm.rank() == first ? last : first;
+    double start = now();
+    for (int i = 0; i < rounds; ++i) {
+      if (comm.rank() == first) {
+        comm.send(message.data(), message.size(), WEFT_BOOL, peer, 0);
+        comm.recv(message.data(), message.size(), WEFT_BOOL, peer, 0);
+      } else {
+        comm.recv(message.data(), message.size(), WEFT_BOOL, peer, 0);
+        comm.send(message.data(), message.size(), WEFT_BOOL, peer, 0);
+      }
+    }
+    seconds = (now() - start) / (2.0 * rounds);
+  }
+  barrierWithoutSpinning();
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Max);
+  return seconds;
+}
+
+/// Enough rounds of a collective of `bytes` for about a tenth of a second
+/// on a 100 MB/s link, and at least three.
+int roundsFor(size_t bytes) {
+  return int(std::clamp<size_t>((size_t(10) << 20) / std::max<size_t>(bytes, 1),
+                                3, 300));
+}
+
+/// The --collectives mode: one JSON line per collective and size.
+void measureCollectives(weft::runtime::Communicator &comm,
+                        const std::vector<size_t> &sizes) {
+  for (size_t bytes : sizes) {
+    int rounds = roundsFor(bytes);
+    std::pair<const char *, double> measured[] = {
+        {"all-reduce", allReduceTime(comm, bytes, rounds)},
+        {"all-gather", allGatherTime(comm, bytes, rounds)},
+        {"send-recv", sendTime(comm, bytes, rounds)}};
+    if (comm.rank() == 0)
+      for (auto [collective, seconds] : measured)
+        printf("{\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, "
+               "\"seconds\": %.6g}\n",
+               collective, bytes, comm.size(), seconds);
+  }
+  fflush(stdout);
+}
+
+/// "4,65536,1048576" as sizes; false on anything but positive integers.
+bool parseSizes(const std::string &text, std::vector<size_t> &sizes) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, end - start);
+    char *rest = nullptr;
+    errno = 0;
+    unsigned long long value = strtoull(item.c_str(), &rest, 10);
+    if (item.empty() || *rest || errno || value == 0 || value > (1ull << 34) ||
+        item[0] == '-')
+      return false;
+    sizes.push_back(size_t(value));
+    start = end + 1;
+  }
+  return !sizes.empty();
+}
+
 std::string defaultOutput() {
   if (const char *path = std::getenv("WEFT_CPU_LOCAL"))
     return path;
@@ -142,18 +235,42 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::string output;
+  std::vector<size_t> collectiveSizes;
   for (int i = 1; i < argc; ++i) {
+    std::string error;
     if (!strcmp(argv[i], "-o") && i + 1 < argc) {
       output = argv[++i];
+    } else if (!strcmp(argv[i], "--collectives") && i + 1 < argc) {
+      if (!parseSizes(argv[++i], collectiveSizes))
+        error = std::string("--collectives takes sizes in bytes, e.g. "
+                            "4,65536, not '") +
+                argv[i] + "'";
     } else {
+      error = std::string("unknown argument '") + argv[i] +
+              "' (usage: mpiexec -n R weft-calibrate [-o FILE | "
+              "--collectives BYTES,...])";
+    }
+    if (!error.empty()) {
       if (rank == 0)
-        fprintf(stderr,
-                "weft-calibrate: error: unknown argument '%s' "
-                "(usage: mpiexec -n R weft-calibrate [-o FILE])\n",
-                argv[i]);
-      MPI_Finalize();
+        fprintf(stderr, "weft-calibrate: error: %s\n", error.c_str());
+      world.reset();
+      weft::runtime::stopWorld();
       return 1;
     }
+  }
+  if (!collectiveSizes.empty()) {
+    if (ranks < 2) {
+      if (rank == 0)
+        fprintf(stderr, "weft-calibrate: error: --collectives needs at least "
+                        "2 ranks\n");
+      world.reset();
+      weft::runtime::stopWorld();
+      return 1;
+    }
+    measureCollectives(world->group(1), collectiveSizes);
+    world.reset();
+    weft::runtime::stopWorld();
+    return 0;
   }
   if (output.empty())
     output = defaultOutput();
@@ -325,6 +442,6 @@ int main(int argc, char **argv) {
            pairAlpha * 1e6, alpha * 1e6, beta / 1e9, output.c_str());
   }
   world.reset();
-  MPI_Finalize();
+  weft::runtime::stopWorld();
   return 0;
 }

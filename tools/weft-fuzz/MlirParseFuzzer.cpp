@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzContext.h"
 #include "FuzzInput.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 
@@ -24,28 +25,19 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <memory>
-
 namespace {
 
-mlir::MLIRContext &freshEnoughContext() {
-  static std::unique_ptr<mlir::MLIRContext> context;
-  static int uses = 0;
-  if (!context || ++uses % 256 == 0) {
-    mlir::DialectRegistry registry;
-    registry.insert<weft::WeftDialect, mlir::func::FuncDialect,
-                    mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
-                    mlir::shard::ShardDialect>();
-    context = std::make_unique<mlir::MLIRContext>(
-        registry, mlir::MLIRContext::Threading::DISABLED);
-  }
-  return *context;
+void registerParsedDialects(mlir::DialectRegistry &registry) {
+  registry.insert<weft::WeftDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
+                  mlir::shard::ShardDialect>();
 }
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mlir::MLIRContext &context = freshEnoughContext();
+  mlir::MLIRContext &context =
+      weft::fuzz::reusedContext(registerParsedDialects);
   std::string firstError;
   mlir::ScopedDiagnosticHandler quiet(&context, [&](mlir::Diagnostic &d) {
     if (firstError.empty())

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzContext.h"
 #include "FuzzInput.h"
 #include "weft/InitAllDialects.h"
 #include "weft/Target/ONNX/ImportONNX.h"
@@ -18,31 +19,13 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
-
-namespace {
-
-/// A context reused for a while (creating one per input would dominate the
-/// time) and replaced before the attributes it uniques pile up.
-mlir::MLIRContext &freshEnoughContext() {
-  static std::unique_ptr<mlir::MLIRContext> context;
-  static int uses = 0;
-  if (!context || ++uses % 256 == 0) {
-    mlir::DialectRegistry registry;
-    weft::registerAllDialects(registry);
-    context = std::make_unique<mlir::MLIRContext>(
-        registry, mlir::MLIRContext::Threading::DISABLED);
-  }
-  return *context;
-}
-
-} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool text = size > 0 && data[0] == '<';
   std::string path = weft::fuzz::writeScratchFile(
       text ? "model.onnxtxt" : "model.onnx", data, size);
-  mlir::MLIRContext &context = freshEnoughContext();
+  mlir::MLIRContext &context =
+      weft::fuzz::reusedContext(weft::registerAllDialects);
   std::string firstError;
   mlir::ScopedDiagnosticHandler quiet(&context, [&](mlir::Diagnostic &d) {
     if (firstError.empty())

@@ -3,10 +3,15 @@
 // weft-plan (model.onnx | model.mlir | --synthetic gpt:...) --cluster C
 //     [--nodes N] --global-batch B [--fix dp=..,tp=..] [--top K] [--json]
 //     [--explain]
+// weft-plan --cluster C --collective-times BYTES,...
 //
 // Profiles the model's training step from its IR for each tensor-parallel
 // degree, prices every plan of the 3D + ZeRO space on the cluster, and
-// prints the fastest that fit in memory. Errors are one line each, exit 1.
+// prints the fastest that fit in memory. With --collective-times it prints
+// instead what the cost model predicts for an all-reduce, an all-gather
+// and a send-recv of each size over every rank of the cluster, the JSON
+// lines `weft-calibrate --collectives` measures. Errors are one line each,
+// exit 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,10 +68,41 @@ static cl::opt<unsigned> top("top",
                              cl::init(5), cl::cat(category));
 static cl::opt<bool> json("json", cl::desc("Print the predictions as JSON"),
                           cl::cat(category));
+static cl::list<uint64_t> collectiveTimes(
+    "collective-times",
+    cl::desc("Print the predicted times of collectives of these sizes over "
+             "every rank of the cluster instead of planning"),
+    cl::value_desc("bytes,..."), cl::CommaSeparated, cl::cat(category));
 static cl::opt<bool>
     explainFlag("explain",
                 cl::desc("Say why the best plan of every other choice lost"),
                 cl::cat(category));
+
+/// The --collective-times mode.
+template <typename Fail> static int printCollectiveTimes(Fail fail) {
+  if (clusterName.empty())
+    return fail("--cluster is required (a preset or a cluster file)");
+  std::string error;
+  std::optional<Cluster> cluster = Cluster::load(clusterName, nodes, error);
+  if (!cluster)
+    return fail(error);
+  std::pair<const char *, Collective> kinds[] = {
+      {"all-reduce", Collective::AllReduce},
+      {"all-gather", Collective::AllGather},
+      {"send-recv", Collective::SendRecv}};
+  for (uint64_t bytes : collectiveTimes) {
+    if (bytes == 0)
+      return fail("--collective-times: sizes are bytes, from 1");
+    for (auto [name, kind] : kinds)
+      llvm::outs() << llvm::formatv(
+          "{{\"collective\": \"{0}\", \"bytes\": {1}, \"ranks\": {2}, "
+          "\"seconds\": {3:e}}\n",
+          name, bytes, cluster->gpus(),
+          groupCollectiveTime(*cluster, kind, double(bytes),
+                              cluster->gpusPerNode, cluster->nodes));
+  }
+  return 0;
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -77,6 +113,8 @@ int main(int argc, char **argv) {
     return 1;
   };
   auto started = std::chrono::steady_clock::now();
+  if (!collectiveTimes.empty())
+    return printCollectiveTimes(fail);
   if (inputFile.empty() == synthetic.empty())
     return fail("give a model file or --synthetic, not both or neither");
   if (clusterName.empty())

@@ -145,6 +145,15 @@ double collectiveTime(Collective kind, Algorithm algorithm, double bytes,
 double hierarchicalAllReduceTime(double bytes, int64_t local, int64_t nodes,
                                  const Link &intra, const Link &inter);
 
+/// A collective over a group of `local` ranks on each of `nodes` nodes, as
+/// the planner prices a data-parallel group: within one node on its link;
+/// one rank a node, a ring across nodes; both, an all-reduce is
+/// hierarchical and a gather or scatter its piece inside the node, then
+/// across the nodes. A send-recv crosses nodes when there are several, with
+/// the cluster's send latency where it has one (as pipeline sends).
+double groupCollectiveTime(const Cluster &cluster, Collective kind,
+                           double bytes, int64_t local, int64_t nodes);
+
 /// The fraction of a step a rank idles in the pipeline's bubble:
 /// (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m+p-1) interleaved.
 double bubbleFraction(pipeline::ScheduleKind kind, int64_t stages,

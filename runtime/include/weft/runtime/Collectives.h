@@ -100,6 +100,11 @@ std::unique_ptr<World> startWorld(int &argc, char **&argv,
 /// A communicator over every rank (for the runner's input and output
 /// handling, outside the model).
 std::unique_ptr<Communicator> worldCommunicator();
+/// Finalizes MPI once the run is over. A rank whose MPI_Finalize does not
+/// return within WEFT_FINALIZE_TIMEOUT seconds (a transport's hang at
+/// shutdown) warns and exits with status 0; with 0 seconds, the ranks meet
+/// in a barrier and return without finalizing.
+constexpr double kDefaultFinalizeTimeout = 30;
 void stopWorld();
 /// Stops every rank at once, after this one has reported why.
 [[noreturn]] void abortWorld();
