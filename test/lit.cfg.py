@@ -55,6 +55,7 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
 
 # A tmpfs in a private mount namespace (root, or unprivileged user
 # namespaces), for the full-disk drill.
+import shutil
 import tempfile
 with tempfile.TemporaryDirectory() as probe:
     unshare = ["unshare", "--mount", "--propagation", "private"]
@@ -67,6 +68,19 @@ with tempfile.TemporaryDirectory() as probe:
     else:
         lit_config.note("no tmpfs can be mounted in a private mount namespace: "
                         "the full-disk drill (REQUIRES: tmpfs-mount) is UNSUPPORTED")
+
+# Network namespaces (root) and MPICH's Hydra, for utils/multihost.sh.
+netns_probe = f"weft-probe-{os.getpid()}"
+if os.geteuid() == 0 and shutil.which("tc") and shutil.which("mpiexec") and \
+        subprocess.run(["ip", "netns", "add", netns_probe],
+                       capture_output=True).returncode == 0:
+    subprocess.run(["ip", "netns", "del", netns_probe], capture_output=True)
+    hydra = subprocess.run(["mpiexec", "--version"], capture_output=True, text=True)
+    if "HYDRA" in hydra.stdout:
+        config.available_features.add("netns")
+if "netns" not in config.available_features:
+    lit_config.note("no network namespaces (root, ip, tc) or no MPICH Hydra: "
+                    "the multi-host run (REQUIRES: netns) is UNSUPPORTED")
 
 # A CUDA GPU, through its driver: the GPU tests (REQUIRES: cuda-device) run
 # only where there is one, and say why they do not elsewhere.

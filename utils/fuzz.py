@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Runs Weft's libFuzzer targets (tools/weft-fuzz, built with -DWEFT_FUZZ=ON)
-for --seconds each (--seconds TARGET=N for one of them), --jobs at a time,
+for --seconds each (--seconds TARGET=N for one of them; --runs TARGET=N
+for a number of executions instead), --jobs at a time,
 and prints, per target, the executions, the coverage (libFuzzer's cov:
 edges and ft: features) and whether anything crashed.
 
@@ -25,6 +26,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -196,7 +198,7 @@ STAT = re.compile(r"^stat::(\w+):\s+(\d+)", re.M)
 DONE = re.compile(r"#(\d+)\s+DONE\s+cov: (\d+) ft: (\d+) corp: (\d+)")
 
 
-def fuzz(target, seconds, work, seeds, bin_dir):
+def fuzz(target, seconds, runs, work, seeds, bin_dir):
     corpus = os.path.join(work, "corpus", target)
     crashes = os.path.join(work, "crashes", target)
     os.makedirs(corpus, exist_ok=True)
@@ -207,22 +209,29 @@ def fuzz(target, seconds, work, seeds, bin_dir):
                os.path.join(seeds, target)]
     if os.path.isdir(regression):
         command.append(regression)
-    command += [f"-max_total_time={seconds}", "-rss_limit_mb=3072",
-                "-max_len=262144", "-timeout=30", "-print_final_stats=1",
+    # The importer's inputs stay under 64 KiB: every importable seed fits,
+    # and larger mutants of the biggest exports cost more than they cover.
+    max_len = 65536 if target == "onnx-import" else 262144
+    limit = [f"-runs={runs}", "-max_total_time=86400"] if runs else \
+        [f"-max_total_time={seconds}"]
+    command += limit + ["-rss_limit_mb=3072",
+                f"-max_len={max_len}", "-timeout=30", "-print_final_stats=1",
                 f"-artifact_prefix={crashes}/"]
     # verify_asan_link_order=0: libFuzzer's link line loads libstdc++ before
     # the shared ASan runtime, which is harmless.
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
     log_path = os.path.join(work, f"{target}.log")
+    started = time.monotonic()
     with open(log_path, "w") as log:
         status = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+    elapsed = round(time.monotonic() - started)
     with open(log_path) as f:
         text = f.read()
     stats = {key: int(value) for key, value in STAT.findall(text)}
     done = DONE.search(text)
     found = sorted(set(os.listdir(crashes)) - earlier)
-    return {"target": target, "status": status,
+    return {"target": target, "status": status, "seconds": elapsed,
             "execs": stats.get("number_of_executed_units", 0),
             "per_second": stats.get("average_exec_per_sec", 0),
             "cov": int(done.group(2)) if done else 0,
@@ -237,6 +246,9 @@ def main():
     parser.add_argument("--seconds", action="append", default=[],
                         help="how long each target runs (default 60), or "
                              "TARGET=SECONDS for one (repeatable)")
+    parser.add_argument("--runs", action="append", default=[],
+                        help="TARGET=N: run TARGET for N executions instead "
+                             "of a time (repeatable)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="targets that run at once (one core each)")
     parser.add_argument("--work", required=True,
@@ -256,13 +268,20 @@ def main():
             parser.error(f"--seconds takes SECONDS or TARGET=SECONDS, not '{value}'")
         for name in ([target] if target else targets):
             seconds[name] = int(number)
+    runs = {}
+    for value in args.runs:
+        target, _, number = value.partition("=")
+        if target not in TARGETS or not number.isdigit() or int(number) < 1:
+            parser.error(f"--runs takes TARGET=EXECUTIONS, not '{value}'")
+        runs[target] = int(number)
     os.makedirs(args.work, exist_ok=True)
     seeds = make_seeds(args.work, args.bin)
     print(f"{'target':<12} {'seconds':>7} {'executions':>11} {'exec/s':>7} "
           f"{'cov':>6} {'ft':>7} {'corpus':>6}  result", flush=True)
     failed = False
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        runs = {pool.submit(fuzz, target, seconds[target], args.work, seeds, args.bin): target
+        runs = {pool.submit(fuzz, target, seconds[target], runs.get(target), args.work,
+                            seeds, args.bin): target
                 for target in targets}
         for run in concurrent.futures.as_completed(runs):
             result = run.result()
@@ -270,7 +289,7 @@ def main():
             verdict = "no crash" if not result["crashes"] and result["status"] == 0 else \
                 f"FAILED (exit {result['status']}; {', '.join(result['crashes']) or 'see ' + result['log']})"
             failed |= verdict != "no crash"
-            print(f"{target:<12} {seconds[target]:>7} {result['execs']:>11} "
+            print(f"{target:<12} {result['seconds']:>7} {result['execs']:>11} "
                   f"{result['per_second']:>7} {result['cov']:>6} {result['ft']:>7} "
                   f"{result['corpus']:>6}  {verdict}", flush=True)
     return 1 if failed else 0
