@@ -367,7 +367,8 @@ void stopWorld() {
   // waits in the launcher's barrier. By now the run is over and everything
   // it writes is written, so past a deadline the rank leaves, saying so;
   // with a deadline of 0 every rank leaves without finalizing once all
-  // are here, which the launcher takes as a clean end.
+  // are here (Hydra can take a rank that leaves so before its host's
+  // others for a failed one: docs/reliability.md).
   double deadline = kDefaultFinalizeTimeout;
   if (const char *value = std::getenv("WEFT_FINALIZE_TIMEOUT"))
     deadline = std::max(0.0, std::atof(value));
