@@ -114,3 +114,8 @@ llvm_config.add_tool_substitutions(
      "weft-fuzz-mlir-parse", "weft-fuzz-checkpoint", "weft-fuzz-model-open",
      "weft-fuzz-cluster", "weft-fuzz-data-files"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# The reliability drills time their runs and the multi-host run packs eight
+# ranks onto the two cores: one of them at a time, so that neither's
+# deadlines are measured against the other's load.
+lit_config.parallelism_groups["reliability"] = 1
