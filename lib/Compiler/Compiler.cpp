@@ -308,6 +308,7 @@ private:
   LogicalResult checkOptions();
   LogicalResult choosePlan();
   LogicalResult checkPipeline();
+  LogicalResult checkGradSync();
   void buildPassManagers();
   std::string describePassManagers();
   LogicalResult splitStages(ModuleOp module, int64_t stages);
@@ -332,6 +333,7 @@ private:
   weft::CompileResult result;
   const weft::Target *target = nullptr;
   std::optional<int64_t> pipelineStages;
+  weft::runtime::GradSync gradSync = weft::runtime::GradSync::Library;
   std::optional<weft::pipeline::Schedule> schedule;
   std::string scheduleText;
 
@@ -362,10 +364,11 @@ LogicalResult Compilation::checkOptions() {
       return fail("--plan chooses how a training step runs: add --train");
     if (!o.mesh.empty() || !o.parallel.empty() || o.sequenceParallel ||
         o.zero || o.gradAccum != 1 || o.microbatches != 1 ||
-        o.virtualStages != 1 || o.recompute != "none")
+        o.virtualStages != 1 || o.recompute != "none" ||
+        o.gradSync != "library")
       return fail("--plan chooses the mesh, strategies, ZeRO stage, "
-                  "micro-batches, schedule and recomputation: pin a choice "
-                  "in --plan instead (--plan=dp=2,zero=1)");
+                  "micro-batches, schedule, recomputation and gradient sync: "
+                  "pin a choice in --plan instead (--plan=dp=2,zero=1)");
   }
   return success();
 }
@@ -436,6 +439,8 @@ LogicalResult Compilation::choosePlan() {
     o.parallel.push_back("megatron");
   o.sequenceParallel = plan.sequenceParallel;
   o.zero = unsigned(plan.zero);
+  if (plan.dp > 1 && plan.gradSync)
+    o.gradSync = weft::runtime::gradSyncName(*plan.gradSync);
   o.recompute =
       plan.recompute == weft::planner::Recompute::Full ? "full" : "none";
   if (plan.pp > 1) {
@@ -497,6 +502,34 @@ LogicalResult Compilation::checkPipeline() {
                                          schedule->virtualStages,
                                          timeline.rows,
                                          timeline.idleFraction};
+  return success();
+}
+
+/// --grad-sync chooses how the data-parallel gradients are summed: a step
+/// with replicated gradients over a dp axis.
+LogicalResult Compilation::checkGradSync() {
+  const CompileOptions &o = options();
+  std::optional<weft::runtime::GradSync> sync =
+      weft::runtime::parseGradSync(o.gradSync);
+  if (!sync)
+    return fail("--grad-sync must be library, ring, tree, ps or "
+                "hierarchical, not '" +
+                o.gradSync + "'");
+  gradSync = *sync;
+  if (gradSync == weft::runtime::GradSync::Library)
+    return success();
+  std::string meshError;
+  std::optional<weft::Mesh> mesh = weft::Mesh::parse(o.mesh, meshError);
+  if (o.program == ProgramKind::Forward || !mesh || !mesh->axisNamed("dp") ||
+      !llvm::is_contained(o.parallel, "dp"))
+    return fail("--grad-sync " + o.gradSync +
+                " sums data-parallel gradients: it needs a training step "
+                "(--train) over a mesh axis 'dp' with --parallel dp");
+  if (o.zero)
+    return fail("--grad-sync " + o.gradSync +
+                " all-reduces whole gradients, and ZeRO reduce-scatters them "
+                "to the rank that owns each slice (the parameter-server form "
+                "of --grad-sync ps, docs/spmd.md): drop one of them");
   return success();
 }
 
@@ -677,8 +710,13 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
   if (failed(described))
     return failure();
   std::vector<weft::EntryBuffer> buffers = std::move(*described);
-  std::string manifest =
-      weft::buildManifest(main, buffers, meshOrNull, target->device());
+  int64_t gradSyncAxes = 0;
+  for (size_t axis = 0; mesh && axis < mesh->names.size(); ++axis)
+    if (mesh->names[axis] == "dp" &&
+        gradSync != weft::runtime::GradSync::Library)
+      gradSyncAxes |= int64_t(1) << axis;
+  std::string manifest = weft::buildManifest(
+      main, buffers, meshOrNull, target->device(), gradSync, gradSyncAxes);
   weft::ProgramReport report =
       describeProgram(program, buffers, meshOrNull, weightsBytes);
   report.pipelineRank = pipelineRank;
@@ -788,7 +826,7 @@ LogicalResult Compilation::runStages() {
     return failure();
   if (o.output.empty())
     o.output = weft::defaultOutputFile(o.model, o.emit);
-  if (failed(checkPipeline()))
+  if (failed(checkPipeline()) || failed(checkGradSync()))
     return failure();
   if (o.recompute != "none" && o.recompute != "selective" &&
       o.recompute != "full")

@@ -21,8 +21,18 @@ Link Cluster::interNode() const {
   link.latency = interLatency;
   double share =
       nicsPerNode * nicBandwidth / double(std::max<int64_t>(1, gpusPerNode));
-  link.bandwidth =
-      railOptimized ? share : share / std::max(1.0, oversubscription);
+  link.bandwidth = railOptimized || interFabric == "ddc"
+                       ? share
+                       : share / std::max(1.0, oversubscription);
+  return link;
+}
+
+Link Cluster::interNodeAllToAll() const {
+  Link link = interNode();
+  if (interFabric != "ddc")
+    link.bandwidth = nicsPerNode * nicBandwidth /
+                     double(std::max<int64_t>(1, gpusPerNode)) /
+                     std::max(1.0, oversubscription);
   return link;
 }
 
@@ -250,8 +260,10 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   cluster.intraNode = {linkGb * giga, latencyUs * 1e-6};
   if (std::optional<llvm::StringRef> fabric = inter->getString("fabric")) {
     cluster.interFabric = fabric->str();
-    if (*fabric != "infiniband" && *fabric != "roce" && error.empty())
-      error = "inter_node.fabric must be \"infiniband\" or \"roce\", not \"" +
+    if (*fabric != "infiniband" && *fabric != "roce" && *fabric != "ddc" &&
+        error.empty())
+      error = "inter_node.fabric must be \"infiniband\", \"roce\" or "
+              "\"ddc\", not \"" +
               fabric->str() + "\"";
   }
   number(*inter, "nics_per_node", "inter_node.", nics, true);
@@ -365,6 +377,44 @@ double groupCollectiveTime(const Cluster &cluster, Collective kind,
                         cluster.intraNode) +
          collectiveTime(kind, Algorithm::Ring, bytes / double(local), nodes,
                         cluster.interNode());
+}
+
+double gradientSyncTime(const Cluster &cluster, runtime::GradSync sync,
+                        double bytes, int64_t local, int64_t nodes) {
+  int64_t ranks = local * nodes;
+  if (ranks <= 1)
+    return 0;
+  const Link &slowest = nodes > 1 ? cluster.interNode() : cluster.intraNode;
+  switch (sync) {
+  case runtime::GradSync::Library:
+    return groupCollectiveTime(cluster, Collective::AllReduce, bytes, local,
+                               nodes);
+  case runtime::GradSync::Ring:
+    return collectiveTime(Collective::AllReduce, Algorithm::Ring, bytes, ranks,
+                          slowest);
+  case runtime::GradSync::Tree:
+    return collectiveTime(Collective::AllReduce, Algorithm::Tree, bytes, ranks,
+                          slowest);
+  case runtime::GradSync::ParameterServer: {
+    double n = double(ranks);
+    double intra = (local - 1) / n * bytes / cluster.intraNode.bandwidth;
+    double inter = 0, latency = cluster.intraNode.latency;
+    if (nodes > 1) {
+      Link allToAll = cluster.interNodeAllToAll();
+      inter = (n - local) / n * bytes / allToAll.bandwidth;
+      latency = allToAll.latency;
+    }
+    // Each rank sends and receives n-1 messages a phase.
+    return 2 * ((n - 1) * latency + std::max(intra, inter));
+  }
+  case runtime::GradSync::Hierarchical:
+    if (nodes > 1 && local > 1)
+      return hierarchicalAllReduceTime(bytes, local, nodes, cluster.intraNode,
+                                       cluster.interNode());
+    return collectiveTime(Collective::AllReduce, Algorithm::Ring, bytes, ranks,
+                          slowest);
+  }
+  return 0;
 }
 
 double bubbleFraction(pipeline::ScheduleKind kind, int64_t stages,

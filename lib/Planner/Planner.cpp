@@ -38,7 +38,10 @@ std::string Plan::str() const {
                  dp, tp, pp, microbatchSize, microbatches,
                  pipeline::scheduleName(schedule), virtualStages, zero,
                  recomputeName(recompute), sequenceParallel ? 1 : 0)
-      .str();
+             .str() +
+         (gradSync && *gradSync != runtime::GradSync::Library
+              ? std::string(",sync=") + runtime::gradSyncName(*gradSync)
+              : std::string());
 }
 
 std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
@@ -108,13 +111,29 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
         ok = false;
       }
       c.sequenceParallel = value == "1";
+    } else if (key == "sync") {
+      c.gradSync = runtime::parseGradSync(value.str());
+      if (!c.gradSync) {
+        error = "'sync' must be library, ring, tree, ps or hierarchical, not "
+                "'" +
+                value.str() + "'";
+        ok = false;
+      }
     } else {
       error = "unknown key '" + key.str() +
-              "' (dp, tp, pp, mbs, m, schedule, v, zero, recompute, sp)";
+              "' (dp, tp, pp, mbs, m, schedule, v, zero, recompute, sp, sync)";
       ok = false;
     }
     if (!ok)
       return std::nullopt;
+  }
+  if (c.gradSync && *c.gradSync != runtime::GradSync::Library && c.zero &&
+      *c.zero > 0) {
+    error =
+        std::string("sync=") + runtime::gradSyncName(*c.gradSync) +
+        " all-reduces whole gradients, and zero=" + std::to_string(*c.zero) +
+        " reduce-scatters them: pin one";
+    return std::nullopt;
   }
   return c;
 }
@@ -198,6 +217,14 @@ struct Pricer {
     int64_t local =
         std::min<int64_t>(dp, std::max<int64_t>(1, cluster.gpusPerNode / tp));
     return groupCollectiveTime(cluster, kind, bytes, local, dp / local);
+  }
+
+  /// The dp group's gradient all-reduce by `sync`.
+  double gradientSync(runtime::GradSync sync, double bytes, int64_t dp,
+                      int64_t tp) const {
+    int64_t local =
+        std::min<int64_t>(dp, std::max<int64_t>(1, cluster.gpusPerNode / tp));
+    return gradientSyncTime(cluster, sync, bytes, local, dp / local);
   }
 };
 
@@ -355,6 +382,29 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
                    : 2 * v *
                          collectiveTime(Collective::SendRecv, Algorithm::Ring,
                                         boundary, 2, sendLink);
+  // The gradient sync: the one given, else the fastest over the stages
+  // (the library's unless another is faster), priced for each. Ranks on
+  // CPUs keep the library's unless told: weft-calibrate measured MPI's
+  // all-reduce, not the runtime's algorithms, which wait on messages as
+  // pipeline receives do.
+  runtime::GradSync sync = plan.gradSync.value_or(runtime::GradSync::Library);
+  bool chooseSync = !plan.gradSync && !cluster.cpuRanks();
+  if (plan.dp > 1 && plan.zero == 0) {
+    double best = 0;
+    for (int mode = 0; mode <= int(runtime::GradSync::Hierarchical); ++mode) {
+      double seconds = 0;
+      for (const Stage &s : stages)
+        seconds += price.gradientSync(runtime::GradSync(mode),
+                                      s.parameters * bytes.gradients, plan.dp,
+                                      plan.tp);
+      prediction.gradSyncTimes.push_back({runtime::GradSync(mode), seconds});
+      if (chooseSync && (mode == 0 || seconds < best)) {
+        best = seconds;
+        sync = runtime::GradSync(mode);
+      }
+    }
+  }
+  prediction.plan.gradSync = sync;
   for (const Stage &s : stages) {
     TimeBreakdown t;
     double perMicrobatch = s.compute + s.tensorParallel + sendsPerMicrobatch;
@@ -365,9 +415,11 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
 
     double gradientBytes = s.parameters * bytes.gradients;
     double weightBytes = s.parameters * bytes.weights;
-    double reduce = price.dataParallel(
-        plan.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce,
-        gradientBytes, plan.dp, plan.tp);
+    double reduce =
+        plan.zero >= 1
+            ? price.dataParallel(Collective::ReduceScatter, gradientBytes,
+                                 plan.dp, plan.tp)
+            : price.gradientSync(sync, gradientBytes, plan.dp, plan.tp);
     double hidden = cluster.overlapGradientReduction ? s.backward : 0;
     t.dataParallel = std::max(0.0, reduce - hidden);
     if (plan.zero >= 1)
@@ -518,7 +570,12 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
               !allowed(constraints.virtualStages, v))
             continue;
           for (int zero = 0; zero <= 3; ++zero) {
-            if ((zero > 0 && dp == 1) || !allowed(constraints.zero, zero))
+            // ZeRO reduce-scatters: no all-reduce for a sync to run.
+            bool syncFixed =
+                constraints.gradSync &&
+                *constraints.gradSync != runtime::GradSync::Library;
+            if ((zero > 0 && (dp == 1 || syncFixed)) ||
+                !allowed(constraints.zero, zero))
               continue;
             for (Recompute recompute :
                  {Recompute::None, Recompute::Selective, Recompute::Full}) {
@@ -531,7 +588,17 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
                 if ((sp && tp == 1) || (constraints.sequenceParallel &&
                                         *constraints.sequenceParallel != sp))
                   continue;
-                Plan plan{dp, tp, pp, mbs, m, kind, v, zero, recompute, sp};
+                Plan plan{dp,
+                          tp,
+                          pp,
+                          mbs,
+                          m,
+                          kind,
+                          v,
+                          zero,
+                          recompute,
+                          sp,
+                          constraints.gradSync};
                 std::string error;
                 std::optional<Prediction> p =
                     predict(model, cluster, setup, plan, error);
@@ -695,6 +762,26 @@ std::vector<std::string> explain(const SearchResult &result,
     else
       line += ", and no plan without one fits in memory";
     lines.push_back(line);
+  }
+  if (!best.gradSyncTimes.empty()) {
+    runtime::GradSync chosen =
+        best.plan.gradSync.value_or(runtime::GradSync::Library);
+    std::string line = formatv("gradient sync={0}: its all-reduces take "
+                               "{1:F3} s a step",
+                               runtime::gradSyncName(chosen),
+                               best.gradSyncTimes[int(chosen)].second)
+                           .str();
+    std::string others;
+    for (auto &[sync, seconds] : best.gradSyncTimes)
+      if (sync != chosen)
+        others += formatv("{0}{1} {2:F3} s", others.empty() ? "" : ", ",
+                          runtime::gradSyncName(sync), seconds)
+                      .str();
+    lines.push_back(line + " (" + others + ")" +
+                    (cluster.cpuRanks()
+                         ? "; CPU ranks keep the library's (measured by "
+                           "weft-calibrate) unless sync= is pinned"
+                         : ""));
   }
   for (Choice choice : choices) {
     std::string chosen = choice(best.plan);

@@ -91,8 +91,14 @@ static llvm::json::Object toJSON(const Prediction &p) {
                           {"zero_gathers", p.time.zeroGathers},
                           {"core_sharing", p.time.coreSharing},
                           {"optimizer", p.time.optimizer}};
+  llvm::json::Object syncs;
+  for (auto &[sync, seconds] : p.gradSyncTimes)
+    syncs[runtime::gradSyncName(sync)] = seconds;
   return llvm::json::Object{
       {"plan", plan.str()},
+      {"grad_sync", runtime::gradSyncName(
+                        plan.gradSync.value_or(runtime::GradSync::Library))},
+      {"grad_sync_seconds", std::move(syncs)},
       {"dp", plan.dp},
       {"tp", plan.tp},
       {"pp", plan.pp},

@@ -90,6 +90,7 @@ weft::CompileOptions readOptions(const py::dict &dict) {
   r.read("sequence_parallel", o.sequenceParallel);
   r.read("pad_uneven", o.padUneven);
   r.read("bucket_mb", o.bucketMb);
+  r.read("grad_sync", o.gradSync);
   r.read("microbatches", o.microbatches);
   r.read("schedule", o.schedule);
   r.read("virtual_stages", o.virtualStages);
@@ -158,6 +159,7 @@ py::dict optionsDict(const weft::CompileOptions &o) {
   d["sequence_parallel"] = o.sequenceParallel;
   d["pad_uneven"] = o.padUneven;
   d["bucket_mb"] = o.bucketMb;
+  d["grad_sync"] = o.gradSync;
   d["microbatches"] = o.microbatches;
   d["schedule"] = o.schedule;
   d["virtual_stages"] = o.virtualStages;

@@ -13,6 +13,8 @@ namespace {
 constexpr const char *kDtypeNames[] = {"f32", "f64", "f16", "bf16",
                                        "i64", "i32", "i1"};
 constexpr const char *kRoleNames[] = {"input", "param", "output", "state"};
+constexpr const char *kGradSyncNames[] = {"library", "ring", "tree", "ps",
+                                          "hierarchical"};
 constexpr char kWeightsMagic[8] = {'W', 'E', 'F', 'T', 'W', 'G', 'T', '1'};
 
 std::string jsonNumber(double value) {
@@ -94,6 +96,15 @@ std::optional<weft_dtype> parseDtype(const std::string &name) {
   return std::nullopt;
 }
 
+const char *gradSyncName(GradSync sync) { return kGradSyncNames[int(sync)]; }
+
+std::optional<GradSync> parseGradSync(const std::string &name) {
+  for (int s = 0; s <= int(GradSync::Hierarchical); ++s)
+    if (name == kGradSyncNames[s])
+      return GradSync(s);
+  return std::nullopt;
+}
+
 std::string Manifest::toJson() const {
   std::string json = "{\"format\": \"weft-manifest\", \"version\": " +
                      std::to_string(kManifestVersion) +
@@ -103,6 +114,9 @@ std::string Manifest::toJson() const {
             "{\"name\": " + jsonQuote(mesh.names[i]) +
             ", \"size\": " + std::to_string(mesh.sizes[i]) + "}";
   json += "],\n \"groups\": " + jsonIntegers(groups);
+  json += ",\n \"grad_sync\": {\"algorithm\": " +
+          jsonQuote(gradSyncName(gradSync)) +
+          ", \"axes\": " + std::to_string(gradSyncAxes) + "}";
   if (training)
     json +=
         ",\n \"training\": {\"optimizer\": " + jsonQuote(training->optimizer) +
@@ -158,7 +172,7 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
     return std::nullopt;
   }
   Manifest manifest;
-  const JsonValue *mesh, *buffers, *training;
+  const JsonValue *mesh, *buffers, *training, *gradSync;
   if (!read.string(root, "device", manifest.device))
     return std::nullopt;
   if (manifest.device != kCpuDevice && manifest.device != kCudaDevice &&
@@ -169,6 +183,8 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
   }
   if (!read.member(root, "mesh", JsonValue::Kind::Array, mesh) ||
       !read.integers(root, "groups", manifest.groups) ||
+      !read.member(root, "grad_sync", JsonValue::Kind::Object, gradSync,
+                   /*optional=*/true) ||
       !read.member(root, "buffers", JsonValue::Kind::Array, buffers) ||
       !read.member(root, "training", JsonValue::Kind::Object, training,
                    /*optional=*/true))
@@ -185,6 +201,19 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
     }
     manifest.mesh.names.push_back(name);
     manifest.mesh.sizes.push_back(size);
+  }
+  if (gradSync) {
+    std::string algorithm;
+    if (!read.string(*gradSync, "algorithm", algorithm) ||
+        !read.integer(*gradSync, "axes", manifest.gradSyncAxes))
+      return std::nullopt;
+    std::optional<GradSync> sync = parseGradSync(algorithm);
+    if (!sync) {
+      read.fail("its grad_sync algorithm is '" + algorithm +
+                "', not library, ring, tree, ps or hierarchical");
+      return std::nullopt;
+    }
+    manifest.gradSync = *sync;
   }
   if (training) {
     ManifestTraining t;

@@ -175,7 +175,10 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
     // In place in the (dense) result.
     if (out.data != packed)
       memcpy(out.data, packed, bytes);
-    group.allReduce(out.data, in.count(), dtype, ReduceOp::Sum);
+    if (currentWorld->gradientSync.appliesTo(mask))
+      currentWorld->gradientSync.allReduce(group, out.data, in.count(), dtype);
+    else
+      group.allReduce(out.data, in.count(), dtype, ReduceOp::Sum);
     return;
   case CollectiveKind::AllGather: {
     // Gathered blocks arrive as [parts, outer, n, inner]; the result is

@@ -9,6 +9,8 @@
 
 #include "weft/runtime/Collectives.h"
 
+#include "Bf16.h"
+
 #include <mpi.h>
 #include <sched.h>
 
@@ -69,23 +71,6 @@ MPI_Datatype mpiType(weft_dtype dtype, bool reducing) {
           weft_dtype_name(dtype));
   MPI_Abort(MPI_COMM_WORLD, 1);
   abort();
-}
-
-float bf16ToFloat(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float value;
-  memcpy(&value, &wide, 4);
-  return value;
-}
-
-/// Round to nearest even, as the compiled code's truncations do.
-uint16_t floatToBf16(float value) {
-  uint32_t bits;
-  memcpy(&bits, &value, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000)
-    return uint16_t((bits >> 16) | 0x40); // a quiet NaN
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return uint16_t(bits >> 16);
 }
 
 /// MPI has no bf16: its reductions combine in float, one rounding each.
@@ -213,8 +198,28 @@ public:
           "MPI_Irecv");
     await(request, "receive", count * weft_dtype_size(dtype), peer);
   }
+  std::unique_ptr<Communicator> splitByNode(int ranksPerNode) override {
+    MPI_Comm node;
+    if (ranksPerNode > 0)
+      check(MPI_Comm_split(comm, myRank / ranksPerNode, myRank, &node),
+            "MPI_Comm_split");
+    else
+      check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, myRank,
+                                MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+    return adopt(node, axes + " inside a node");
+  }
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    MPI_Comm part;
+    check(MPI_Comm_split(comm, color, key, &part), "MPI_Comm_split");
+    return adopt(part, axes + " across nodes");
+  }
 
 private:
+  static std::unique_ptr<Communicator> adopt(MPI_Comm comm, std::string axes) {
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    return std::make_unique<MpiCommunicator>(comm, std::move(axes));
+  }
   /// Waits for a collective, or with `peer` a receive from it, for at most
   /// collectiveTimeout(). A pipeline stage waits for its neighbour for a
   /// whole bubble: it sleeps between polls instead of spinning, leaving the

@@ -379,6 +379,7 @@ int main(int argc, char **argv) {
   std::sort(groups.begin(), groups.end());
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   world->createGroups(groups);
+  world->gradientSync.choose(first->gradSync, first->gradSyncAxes);
   if (weft_model_set_rank(model, world->rank, error, sizeof(error)) != 0)
     return fail(error);
   if (*weft_model_optimizer(model, nullptr, nullptr, nullptr)) {

@@ -37,6 +37,12 @@ public:
   void recv(void *, size_t, weft_dtype, int peer, int) override {
     noPeer("recv from", peer);
   }
+  std::unique_ptr<Communicator> splitByNode(int) override {
+    return std::make_unique<SingleRankCommunicator>();
+  }
+  std::unique_ptr<Communicator> split(int, int) override {
+    return std::make_unique<SingleRankCommunicator>();
+  }
 
 private:
   static void copy(const void *from, void *to, size_t count, weft_dtype dtype) {

@@ -18,7 +18,9 @@
 // `weft-plan --collective-times`: an all-reduce and an all-gather of each
 // size over every rank and a send from the first rank to the last, one
 // JSON line each, so that a cost model can be checked against a network
-// (utils/multihost.sh).
+// (utils/multihost.sh). With --grad-sync it measures the all-reduce by
+// each of the runtime's gradient algorithms instead (weftc --grad-sync),
+// after checking that each sums right.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +39,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
@@ -107,6 +110,36 @@ double allReduceTime(weft::runtime::Communicator &comm, size_t bytes,
   return seconds;
 }
 
+/// Seconds of one all-reduce of `bytes` by `sync`'s algorithm, after one
+/// whose sums are checked: small integers, exact in any order. False with
+/// `error` set when a sum is wrong.
+bool gradientSyncTime(weft::runtime::Communicator &comm,
+                      weft::runtime::GradientSync &sync, size_t bytes,
+                      int rounds, double &seconds, std::string &error) {
+  size_t count = std::max<size_t>(bytes / 4, 1);
+  std::vector<float> data(count);
+  for (size_t i = 0; i < count; ++i)
+    data[i] = float((comm.rank() + 1) * (i % 7 + 1));
+  sync.allReduce(comm, data.data(), count, WEFT_F32);
+  double ranks = comm.size();
+  int64_t wrong = 0;
+  for (size_t i = 0; i < count; ++i)
+    if (data[i] != float(ranks * (ranks + 1) / 2 * (i % 7 + 1)) && !wrong++)
+      error = "element " + std::to_string(i) + " of the all-reduce of " +
+              std::to_string(count) + " floats is " + std::to_string(data[i]);
+  comm.allReduce(&wrong, 1, WEFT_I64, weft::runtime::ReduceOp::Max);
+  if (wrong)
+    return false;
+  seconds = 0;
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Sum);
+  double start = now();
+  for (int i = 0; i < rounds; ++i)
+    sync.allReduce(comm, data.data(), count, WEFT_F32);
+  seconds = (now() - start) / rounds;
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Max);
+  return true;
+}
+
 /// Seconds of one all-gather whose gathered result is `bytes` (rounded to
 /// whole floats per rank), over every rank.
 double allGatherTime(weft::runtime::Communicator &comm, size_t bytes,
@@ -174,6 +207,38 @@ void measureCollectives(weft::runtime::Communicator &comm,
   fflush(stdout);
 }
 
+/// --collectives with --grad-sync: the all-reduce of each size by each
+/// algorithm, its sums checked, one JSON line each. False when a sum was
+/// wrong (rank 0 has said which).
+bool measureGradientSyncs(weft::runtime::Communicator &comm,
+                          const std::vector<weft::runtime::GradSync> &syncs,
+                          const std::vector<size_t> &sizes) {
+  weft::runtime::GradientSync sync;
+  for (weft::runtime::GradSync algorithm : syncs) {
+    sync.choose(algorithm, 1);
+    for (size_t bytes : sizes) {
+      double seconds = 0;
+      std::string error;
+      if (!gradientSyncTime(comm, sync, bytes, roundsFor(bytes), seconds,
+                            error)) {
+        if (!error.empty())
+          fprintf(stderr,
+                  "weft-calibrate: error: rank %d: --grad-sync %s: %s\n",
+                  comm.rank(), weft::runtime::gradSyncName(algorithm),
+                  error.c_str());
+        return false;
+      }
+      if (comm.rank() == 0)
+        printf("{\"collective\": \"all-reduce\", \"algorithm\": \"%s\", "
+               "\"bytes\": %zu, \"ranks\": %d, \"seconds\": %.6g}\n",
+               weft::runtime::gradSyncName(algorithm), bytes, comm.size(),
+               seconds);
+    }
+  }
+  fflush(stdout);
+  return true;
+}
+
 /// "4,65536,1048576" as sizes; false on anything but positive integers.
 bool parseSizes(const std::string &text, std::vector<size_t> &sizes) {
   size_t start = 0;
@@ -236,6 +301,7 @@ int main(int argc, char **argv) {
   }
   std::string output;
   std::vector<size_t> collectiveSizes;
+  std::vector<weft::runtime::GradSync> gradientSyncs;
   for (int i = 1; i < argc; ++i) {
     std::string error;
     if (!strcmp(argv[i], "-o") && i + 1 < argc) {
@@ -245,10 +311,26 @@ int main(int argc, char **argv) {
         error = std::string("--collectives takes sizes in bytes, e.g. "
                             "4,65536, not '") +
                 argv[i] + "'";
+    } else if (!strcmp(argv[i], "--grad-sync") && i + 1 < argc) {
+      std::string list = argv[++i];
+      for (size_t start = 0; start <= list.size();) {
+        size_t end = std::min(list.find(',', start), list.size());
+        std::string name = list.substr(start, end - start);
+        std::optional<weft::runtime::GradSync> sync =
+            weft::runtime::parseGradSync(name);
+        if (!sync) {
+          error = "--grad-sync takes library, ring, tree, ps or "
+                  "hierarchical, not '" +
+                  name + "'";
+          break;
+        }
+        gradientSyncs.push_back(*sync);
+        start = end + 1;
+      }
     } else {
       error = std::string("unknown argument '") + argv[i] +
               "' (usage: mpiexec -n R weft-calibrate [-o FILE | "
-              "--collectives BYTES,...])";
+              "--collectives BYTES,... [--grad-sync ALGORITHM,...]])";
     }
     if (!error.empty()) {
       if (rank == 0)
@@ -267,10 +349,23 @@ int main(int argc, char **argv) {
       weft::runtime::stopWorld();
       return 1;
     }
-    measureCollectives(world->group(1), collectiveSizes);
+    bool right = true;
+    if (gradientSyncs.empty())
+      measureCollectives(world->group(1), collectiveSizes);
+    else
+      right =
+          measureGradientSyncs(world->group(1), gradientSyncs, collectiveSizes);
     world.reset();
     weft::runtime::stopWorld();
-    return 0;
+    return right ? 0 : 1;
+  }
+  if (!gradientSyncs.empty()) {
+    if (rank == 0)
+      fprintf(stderr, "weft-calibrate: error: --grad-sync measures the "
+                      "all-reduces of --collectives: add it\n");
+    world.reset();
+    weft::runtime::stopWorld();
+    return 1;
   }
   if (output.empty())
     output = defaultOutput();

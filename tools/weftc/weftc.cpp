@@ -137,6 +137,11 @@ static cl::opt<double> bucketMb(
     "bucket-mb",
     cl::desc("Combine collectives into buckets of this many MiB (0: off)"),
     cl::init(25.0), cl::cat(category));
+static cl::opt<std::string> gradSync(
+    "grad-sync",
+    cl::desc("How data-parallel gradients are all-reduced: library (MPI's "
+             "choice), ring, tree, ps (parameter servers) or hierarchical"),
+    cl::init("library"), cl::cat(category));
 static cl::opt<int64_t>
     microbatches("microbatches",
                  cl::desc("Pipeline micro-batches per step (mesh axis pp)"),
@@ -228,6 +233,7 @@ int main(int argc, char **argv) {
   options.sequenceParallel = sequenceParallel;
   options.padUneven = padUneven;
   options.bucketMb = bucketMb;
+  options.gradSync = gradSync;
   options.microbatches = microbatches;
   options.schedule = schedule;
   options.virtualStages = virtualStages;

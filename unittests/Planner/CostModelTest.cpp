@@ -67,6 +67,50 @@ TEST(CollectiveTime, HierarchicalAllReduceCrossesNodesWithOnePiece) {
 
 /// The closed forms agree with the schedules themselves: their simulated
 /// timeline's idle fraction (F = 1, B = 2) and peak in flight on rank 0.
+TEST(GradientSync, EachAlgorithmOnTheLinksItCrosses) {
+  using runtime::GradSync;
+  Cluster roce;
+  roce.gpusPerNode = 8;
+  roce.intraNode = {450e9, 3e-6};
+  roce.interFabric = "roce";
+  roce.nicsPerNode = 4;
+  roce.nicBandwidth = 50e9;
+  roce.interLatency = 8e-6;
+  roce.oversubscription = 2;
+  double bytes = 1e9;
+  Link inter = roce.interNode(); // 4 * 50 / 8 / 2 = 12.5 GB/s
+  EXPECT_DOUBLE_EQ(inter.bandwidth, 12.5e9);
+  // One ring over 32 ranks on 4 nodes, paced by its hops between nodes.
+  EXPECT_DOUBLE_EQ(
+      gradientSyncTime(roce, GradSync::Ring, bytes, 8, 4),
+      collectiveTime(Collective::AllReduce, Algorithm::Ring, bytes, 32, inter));
+  EXPECT_DOUBLE_EQ(
+      gradientSyncTime(roce, GradSync::Tree, bytes, 8, 4),
+      collectiveTime(Collective::AllReduce, Algorithm::Tree, bytes, 32, inter));
+  EXPECT_DOUBLE_EQ(
+      gradientSyncTime(roce, GradSync::Hierarchical, bytes, 8, 4),
+      hierarchicalAllReduceTime(bytes, 8, 4, roce.intraNode, inter));
+  EXPECT_DOUBLE_EQ(
+      gradientSyncTime(roce, GradSync::Library, bytes, 8, 4),
+      groupCollectiveTime(roce, Collective::AllReduce, bytes, 8, 4));
+  // Parameter servers: 24/32 of the buffer leaves the node each way, 31
+  // messages each way.
+  EXPECT_NEAR(gradientSyncTime(roce, GradSync::ParameterServer, bytes, 8, 4),
+              2 * (31 * 8e-6 + 24.0 / 32 * bytes / 12.5e9), 1e-12);
+  // A DDC is non-blocking: the same NICs without the oversubscription.
+  Cluster ddc = roce;
+  ddc.interFabric = "ddc";
+  EXPECT_DOUBLE_EQ(ddc.interNode().bandwidth, 25e9);
+  EXPECT_DOUBLE_EQ(ddc.interNodeAllToAll().bandwidth, 25e9);
+  // Rail-optimized wiring helps a ring, not all-to-all traffic.
+  Cluster rails = roce;
+  rails.railOptimized = true;
+  EXPECT_DOUBLE_EQ(rails.interNode().bandwidth, 25e9);
+  EXPECT_DOUBLE_EQ(rails.interNodeAllToAll().bandwidth, 12.5e9);
+  // One rank: nothing to sum.
+  EXPECT_EQ(gradientSyncTime(roce, GradSync::Ring, bytes, 1, 1), 0);
+}
+
 TEST(Pipeline, BubbleAndInFlightMatchTheSimulatedSchedules) {
   using pipeline::ScheduleKind;
   for (ScheduleKind kind :
@@ -175,9 +219,8 @@ TEST(Cluster, ParsesJSONAndNamesWhatIsWrong) {
   std::string bad = text;
   bad.replace(bad.find("\"roce\""), 6, "\"ethernet\"");
   EXPECT_FALSE(Cluster::parseJSON(bad, error));
-  EXPECT_EQ(
-      error,
-      "inter_node.fabric must be \"infiniband\" or \"roce\", not \"ethernet\"");
+  EXPECT_EQ(error, "inter_node.fabric must be \"infiniband\", \"roce\" or "
+                   "\"ddc\", not \"ethernet\"");
   EXPECT_FALSE(Cluster::parseJSON("{nodes", error));
   EXPECT_EQ(error.rfind("not JSON", 0), 0u);
 }

@@ -14,6 +14,8 @@ Manifest trainingManifest() {
   manifest.mesh.names = {"dp", "tp"};
   manifest.mesh.sizes = {2, 2};
   manifest.groups = {1, 2};
+  manifest.gradSync = GradSync::Hierarchical;
+  manifest.gradSyncAxes = 1;
   manifest.training =
       ManifestTraining{"adamw", 0.9, 0.95, 50257, 1.5e15, "input \"ids\""};
   manifest.buffers.push_back(
@@ -39,6 +41,8 @@ TEST(ContractTest, ManifestRoundTripsThroughJson) {
   EXPECT_EQ(read->mesh.names, written.mesh.names);
   EXPECT_EQ(read->mesh.sizes, written.mesh.sizes);
   EXPECT_EQ(read->groups, written.groups);
+  EXPECT_EQ(read->gradSync, GradSync::Hierarchical);
+  EXPECT_EQ(read->gradSyncAxes, 1);
   ASSERT_TRUE(read->training);
   EXPECT_EQ(read->training->optimizer, "adamw");
   EXPECT_EQ(read->training->beta2, 0.95);
@@ -63,12 +67,12 @@ TEST(ContractTest, ManifestRoundTripsThroughJson) {
 
 TEST(ContractTest, AnotherVersionIsNamed) {
   std::string json = trainingManifest().toJson();
-  size_t at = json.find("\"version\": 5");
+  size_t at = json.find("\"version\": 6");
   ASSERT_NE(at, std::string::npos);
   json.replace(at, 12, "\"version\": 3");
   std::string error;
   EXPECT_FALSE(Manifest::parse(json, error));
-  EXPECT_EQ(error, "is version 3 and this runtime reads version 5: compile "
+  EXPECT_EQ(error, "is version 3 and this runtime reads version 6: compile "
                    "the model with this Weft");
 
   EXPECT_FALSE(
@@ -82,7 +86,7 @@ TEST(ContractTest, MalformedManifestsSayWhat) {
     EXPECT_FALSE(Manifest::parse(json, error)) << json;
     return error;
   };
-  std::string head = "{\"format\": \"weft-manifest\", \"version\": 5, "
+  std::string head = "{\"format\": \"weft-manifest\", \"version\": 6, "
                      "\"device\": \"cpu\", ";
   EXPECT_EQ(parse(head + "\"mesh\": [], \"groups\": []}"),
             "is malformed: no 'buffers'");
@@ -108,7 +112,7 @@ TEST(ContractTest, MalformedManifestsSayWhat) {
             "is malformed: no 'weights_offset'");
   EXPECT_EQ(parse(head + "\"mesh\": 3, \"groups\": [], \"buffers\": []}"),
             "is malformed: 'mesh' has the wrong type");
-  EXPECT_EQ(parse("{\"format\": \"weft-manifest\", \"version\": 5, "
+  EXPECT_EQ(parse("{\"format\": \"weft-manifest\", \"version\": 6, "
                   "\"device\": \"tpu\", \"mesh\": [], \"groups\": [], "
                   "\"buffers\": []}"),
             "is malformed: its device is 'tpu', not cpu, cuda or "
@@ -141,3 +145,11 @@ TEST(ContractTest, DtypeNamesRoundTrip) {
 }
 
 } // namespace
+
+TEST(ContractTest, GradSyncNamesRoundTrip) {
+  for (GradSync sync : {GradSync::Library, GradSync::Ring, GradSync::Tree,
+                        GradSync::ParameterServer, GradSync::Hierarchical})
+    EXPECT_EQ(parseGradSync(gradSyncName(sync)), sync);
+  EXPECT_EQ(parseGradSync("ps"), GradSync::ParameterServer);
+  EXPECT_FALSE(parseGradSync("star"));
+}

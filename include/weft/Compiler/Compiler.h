@@ -67,6 +67,10 @@ struct CompileOptions {
   bool sequenceParallel = false;
   bool padUneven = false;
   double bucketMb = 25.0;
+  /// How the data-parallel gradients are all-reduced: "library" (MPI's own
+  /// choice), "ring", "tree", "ps" (parameter servers, each rank owning a
+  /// slice) or "hierarchical" (inside nodes, then across them).
+  std::string gradSync = "library";
 
   // Pipeline parallelism (a pp axis in the mesh).
   int64_t microbatches = 1;

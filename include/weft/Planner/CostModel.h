@@ -14,6 +14,7 @@
 #define WEFT_PLANNER_COSTMODEL_H
 
 #include "weft/Dialect/Weft/Transforms/PipelineSchedule.h"
+#include "weft/runtime/Contract.h"
 
 #include <cstdint>
 
@@ -66,7 +67,9 @@ struct Cluster {
   Gpu gpu;
   /// NVLink / NVSwitch: what one GPU can send to the others of its node.
   Link intraNode;
-  /// "infiniband" or "roce".
+  /// "infiniband", "roce" or "ddc" (a disaggregated chassis: a scheduled
+  /// cell fabric, non-blocking for every traffic pattern, which its
+  /// oversubscription does not apply to).
   std::string interFabric = "infiniband";
   int64_t nicsPerNode = 0;
   double nicBandwidth = 0; // bytes per second per NIC
@@ -94,9 +97,15 @@ struct Cluster {
   Efficiency efficiency;
 
   int64_t gpus() const { return nodes * gpusPerNode; }
+  /// Whether the "GPUs" are ranks of Weft's CPU backend (their ops cost a
+  /// loop's start-up: Gpu::opOverhead).
+  bool cpuRanks() const { return gpu.opOverhead > 0; }
   /// What one GPU's traffic to other nodes gets: its share of the node's
   /// NICs, divided by the oversubscription unless rail-optimized.
   Link interNode() const;
+  /// The same for all-to-all traffic, which leaves each GPU's rail: the
+  /// oversubscription applies even when rail-optimized (not on a DDC).
+  Link interNodeAllToAll() const;
 
   /// `dgx-a100-80g`, `dgx-h100`, `h200` (each of `nodes` nodes).
   static std::optional<Cluster> preset(const std::string &name, int64_t nodes);
@@ -153,6 +162,19 @@ double hierarchicalAllReduceTime(double bytes, int64_t local, int64_t nodes,
 /// the cluster's send latency where it has one (as pipeline sends).
 double groupCollectiveTime(const Cluster &cluster, Collective kind,
                            double bytes, int64_t local, int64_t nodes);
+
+/// The all-reduce of `bytes` over `local` ranks on each of `nodes` nodes
+/// by one of the runtime's gradient algorithms (weftc --grad-sync):
+///   library: groupCollectiveTime's (what NCCL or MPI choose)
+///   ring: one ring over every rank, on the slowest link it crosses
+///   tree: collectiveTime's tree on that link
+///   ps: every rank pushes each slice to its owner and pulls the sums
+///       back, n-1 messages each way: 2 ((n-1) α + max(intra, inter)), the
+///       slices bound for other nodes ((n - local)/n S) going all-to-all
+///       across them, those for its node ((local-1)/n S) over NVLink
+///   hierarchical: hierarchicalAllReduceTime (a ring when one level is 1)
+double gradientSyncTime(const Cluster &cluster, runtime::GradSync sync,
+                        double bytes, int64_t local, int64_t nodes);
 
 /// The fraction of a step a rank idles in the pipeline's bubble:
 /// (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m+p-1) interleaved.

@@ -29,9 +29,13 @@ struct Plan {
   int zero = 0;
   Recompute recompute = Recompute::None;
   bool sequenceParallel = false;
+  /// How the gradients are all-reduced over dp; unset: predict chooses the
+  /// fastest (the library's when none is faster), and its Prediction's plan
+  /// says which. Only without ZeRO (which reduce-scatters).
+  std::optional<runtime::GradSync> gradSync;
 
   /// "dp=8,tp=8,pp=16,mbs=1,m=48,schedule=1f1b,v=1,zero=1,recompute=full,
-  /// sp=1".
+  /// sp=1", then ",sync=tree" when the gradient sync is not the library's.
   std::string str() const;
 };
 
@@ -42,12 +46,14 @@ struct PlanConstraints {
   std::optional<pipeline::ScheduleKind> schedule;
   std::optional<Recompute> recompute;
   std::optional<bool> sequenceParallel;
+  std::optional<runtime::GradSync> gradSync;
   /// Whether the backend offers selective recomputation as the cost model
   /// prices it (the attention cores, Korthikanti et al.); Weft's CPU
   /// backend recomputes elementwise work instead, so weftc leaves it out.
   bool selectiveRecompute = true;
   /// "dp=8,tp=8,pp=16,mbs=1,m=32,schedule=interleaved,v=2,zero=1,
-  /// recompute=selective,sp=1"; `error` names a bad key or value.
+  /// recompute=selective,sp=1,sync=hierarchical"; `error` names a bad key
+  /// or value.
   static std::optional<PlanConstraints> parse(const std::string &text,
                                               std::string &error);
 };
@@ -88,6 +94,9 @@ struct Prediction {
   /// hardware FLOPs (with recomputation) per GPU per second.
   double modelTflopsPerGpu = 0, hardwareTflopsPerGpu = 0;
   double mfu = 0;
+  /// With dp > 1 and no ZeRO: each gradient sync's all-reduce time over
+  /// the stages (before overlap with the backward pass), in GradSync order.
+  std::vector<std::pair<runtime::GradSync, double>> gradSyncTimes;
   double stepTime() const { return time.total(); }
 };
 

@@ -147,9 +147,12 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
 
 std::string buildManifest(func::FuncOp func,
                           const std::vector<EntryBuffer> &buffers,
-                          const EntryMesh *mesh, StringRef device) {
+                          const EntryMesh *mesh, StringRef device,
+                          runtime::GradSync gradSync, int64_t gradSyncAxes) {
   runtime::Manifest manifest;
   manifest.device = device.str();
+  manifest.gradSync = gradSync;
+  manifest.gradSyncAxes = gradSyncAxes;
   if (auto optimizer = func->getAttrOfType<DictionaryAttr>(
           WeftDialect::kOptimizerAttrName)) {
     auto number = [&](StringRef key) {

@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "weft/runtime/Contract.h"
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,11 +73,14 @@ mlir::FailureOr<std::vector<EntryBuffer>> describeEntry(mlir::func::FuncOp func,
 std::optional<EntryMesh> describeMesh(mlir::ModuleOp module);
 
 /// The manifest the runtime reads (weft/runtime/Contract.h), as JSON, for
-/// an executable whose kernels run on `device`. A training step also
+/// an executable whose kernels run on `device`, whose all-reduces over
+/// the mesh axes in `gradSyncAxes` run by `gradSync`. A training step also
 /// records its optimizer (`weft.optimizer` on `func`).
-std::string buildManifest(mlir::func::FuncOp func,
-                          const std::vector<EntryBuffer> &buffers,
-                          const EntryMesh *mesh, llvm::StringRef device);
+std::string
+buildManifest(mlir::func::FuncOp func, const std::vector<EntryBuffer> &buffers,
+              const EntryMesh *mesh, llvm::StringRef device,
+              runtime::GradSync gradSync = runtime::GradSync::Library,
+              int64_t gradSyncAxes = 0);
 
 /// Translates the lowered module to LLVM IR, adds `weft_entry` (unpacking an
 /// array of buffer pointers into the memref arguments of `entryName`) and

@@ -12,7 +12,7 @@
 #define WEFT_RUNTIME_COLLECTIVES_H
 
 #include "weft/runtime/CApi.h"
-
+#include "weft/runtime/Contract.h"
 #include "weft/runtime/ShardLayout.h"
 
 #include <cstddef>
@@ -52,6 +52,39 @@ public:
                     int tag) = 0;
   virtual void recv(void *data, size_t count, weft_dtype dtype, int peer,
                     int tag) = 0;
+  /// The ranks of this communicator on this rank's node, ordered by rank:
+  /// with `ranksPerNode` > 0, runs of that many consecutive ranks; else the
+  /// ranks that share memory with this one. Collective over all ranks.
+  virtual std::unique_ptr<Communicator> splitByNode(int ranksPerNode) = 0;
+  /// The ranks that pass the same `color`, ordered by `key`. Collective.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+};
+
+/// The gradients' all-reduces by the algorithm the compiler chose
+/// (GradSync, weftc --grad-sync), built from a communicator's sends and
+/// receives; every rank ends with the same sums, added in an order fixed by
+/// the algorithm. Hierarchical reads WEFT_RANKS_PER_NODE (tests: several
+/// "nodes" on one machine), else MPI's nodes.
+class GradientSync {
+public:
+  GradientSync();
+  ~GradientSync();
+  /// The manifest's choice: `algorithm` for the axes in `axes`.
+  void choose(GradSync algorithm, int64_t axes);
+  /// Whether an all-reduce over the axes in `mask` is one of its.
+  bool appliesTo(int64_t mask) const {
+    return algorithm != GradSync::Library && (mask & axes);
+  }
+  /// Sums `data` over `group` in place.
+  void allReduce(Communicator &group, void *data, size_t count,
+                 weft_dtype dtype);
+
+private:
+  struct Hierarchy;
+  Hierarchy &hierarchyOf(Communicator &group);
+  GradSync algorithm = GradSync::Library;
+  int64_t axes = 0;
+  std::map<Communicator *, std::unique_ptr<Hierarchy>> hierarchies;
 };
 
 /// The ranks of a partitioned model: its mesh, this rank's place in it, and
@@ -72,6 +105,7 @@ public:
   const MeshShape mesh;
   const int rank;
   const std::vector<int64_t> coordinates;
+  GradientSync gradientSync;
 
 private:
   GroupFactory factory;

@@ -67,7 +67,7 @@ constexpr const char *kPipelineProgramsSymbol = "weft_pipeline_programs";
 //===----------------------------------------------------------------------===//
 
 /// Bumped whenever the schema changes: a runtime reads its own version only.
-constexpr int64_t kManifestVersion = 5;
+constexpr int64_t kManifestVersion = 6;
 
 /// One buffer of the entry function (arguments in order, then results).
 struct ManifestBuffer {
@@ -116,6 +116,21 @@ constexpr int kExitNoCudaDevice = 69;
 /// printed why): weft-run names a rank that exited with 1 before these.
 constexpr int kExitPeerFailed = 2;
 
+/// How the all-reduces over the data-parallel axis (the gradients') run
+/// (weftc --grad-sync); docs/spmd.md. The others are the MPI library's.
+enum class GradSync {
+  Library,         // MPI's or NCCL's own choice
+  Ring,            // reduce-scatter then all-gather around a ring
+  Tree,            // reduce up a binary tree, broadcast down it, pipelined
+  ParameterServer, // each rank owns a slice: all push to owners, owners
+                   // send the sums back
+  Hierarchical,    // reduce-scatter inside a node, all-reduce across
+                   // nodes, all-gather inside the node
+};
+/// "library", "ring", "tree", "ps", "hierarchical".
+const char *gradSyncName(GradSync sync);
+std::optional<GradSync> parseGradSync(const std::string &name);
+
 struct Manifest {
   /// kCpuDevice, kCudaDevice or kEmulatedCudaDevice.
   std::string device = kCpuDevice;
@@ -123,12 +138,16 @@ struct Manifest {
   /// groups of mesh axes its collectives run over (bit a: axis a).
   MeshShape mesh;
   std::vector<int64_t> groups;
+  /// The algorithm of the all-reduces whose group spans a mesh axis in
+  /// `gradSyncAxes` (bit a: axis a), the data-parallel one.
+  GradSync gradSync = GradSync::Library;
+  int64_t gradSyncAxes = 0;
   std::optional<ManifestTraining> training;
   std::vector<ManifestBuffer> buffers;
 
-  /// The JSON text: {"format": "weft-manifest", "version": 5, "device":
-  /// ..., "mesh": ...,
-  /// "groups": ..., "training": ..., "buffers": [...]} (docs/runtime.md).
+  /// The JSON text: {"format": "weft-manifest", "version": 6, "device":
+  /// ..., "mesh": ..., "groups": ..., "grad_sync": {"algorithm": ...,
+  /// "axes": ...}, "training": ..., "buffers": [...]} (docs/runtime.md).
   std::string toJson() const;
   /// Reads `json`. On failure `error` ends a one-line sentence whose
   /// subject is the manifest ("is version 2 and this runtime reads version
