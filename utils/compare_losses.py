@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """Compares the per-step losses of two training logs (JSONL, as written by
-`--log`): every step from --from to --steps must agree within --rtol
-relative (--rtol 0: bit for bit, as the logs print floats exactly).
-Prints the largest difference and one line per disagreeing step."""
+`--log`), or another logged value (--key grad_norm): every step from --from
+to --steps must agree within --rtol relative (--rtol 0: bit for bit, as the
+logs print floats exactly). Prints the largest difference and one line per
+disagreeing step."""
 
 import argparse
 import json
 import sys
 
 
-def losses(path):
+def values(path, key):
     with open(path) as f:
-        return {row["step"]: row["loss"] for row in map(json.loads, f)}
+        return {row["step"]: row[key] for row in map(json.loads, f)}
 
 
 def main():
@@ -23,8 +24,9 @@ def main():
     parser.add_argument("--from", dest="first", type=int, default=1,
                         help="the first step compared")
     parser.add_argument("--rtol", type=float, default=1e-3)
+    parser.add_argument("--key", default="loss", help="the value compared")
     args = parser.parse_args()
-    a, b = losses(args.reference), losses(args.other)
+    a, b = values(args.reference, args.key), values(args.other, args.key)
     worst, bad = 0.0, 0
     for step in range(args.first, args.steps + 1):
         if step not in a or step not in b:

@@ -365,7 +365,7 @@ LogicalResult Compilation::checkOptions() {
     if (!o.mesh.empty() || !o.parallel.empty() || o.sequenceParallel ||
         o.zero || o.gradAccum != 1 || o.microbatches != 1 ||
         o.virtualStages != 1 || o.recompute != "none" ||
-        o.gradSync != "library")
+        o.gradSync != "library" || o.dpSyncEvery != 1)
       return fail("--plan chooses the mesh, strategies, ZeRO stage, "
                   "micro-batches, schedule, recomputation and gradient sync: "
                   "pin a choice in --plan instead (--plan=dp=2,zero=1)");
@@ -441,6 +441,8 @@ LogicalResult Compilation::choosePlan() {
   o.zero = unsigned(plan.zero);
   if (plan.dp > 1 && plan.gradSync)
     o.gradSync = weft::runtime::gradSyncName(*plan.gradSync);
+  if (plan.dp > 1)
+    o.dpSyncEvery = plan.dpSyncEvery;
   o.recompute =
       plan.recompute == weft::planner::Recompute::Full ? "full" : "none";
   if (plan.pp > 1) {
@@ -516,12 +518,31 @@ LogicalResult Compilation::checkGradSync() {
                 "hierarchical, not '" +
                 o.gradSync + "'");
   gradSync = *sync;
-  if (gradSync == weft::runtime::GradSync::Library)
-    return success();
   std::string meshError;
   std::optional<weft::Mesh> mesh = weft::Mesh::parse(o.mesh, meshError);
-  if (o.program == ProgramKind::Forward || !mesh || !mesh->axisNamed("dp") ||
-      !llvm::is_contained(o.parallel, "dp"))
+  bool dataParallel = o.program != ProgramKind::Forward && mesh &&
+                      mesh->axisNamed("dp") &&
+                      llvm::is_contained(o.parallel, "dp");
+  if (o.dpSyncEvery < 1)
+    return fail("--dp-sync every=K needs K of at least 1, not " +
+                std::to_string(o.dpSyncEvery));
+  if (o.dpSyncEvery > 1) {
+    std::string every = "--dp-sync every=" + std::to_string(o.dpSyncEvery);
+    if (!dataParallel || o.program != ProgramKind::Train)
+      return fail(every + " averages data-parallel replicas: it needs a "
+                          "training step (--train) over a mesh axis 'dp' "
+                          "with --parallel dp");
+    if (o.zero)
+      return fail(every + " lets each replica step alone, and ZeRO shards "
+                          "the optimizer over them: drop one of them");
+    if (gradSync != weft::runtime::GradSync::Library)
+      return fail("--grad-sync " + o.gradSync +
+                  " sums gradients every step, and " + every +
+                  " does not: drop one of them");
+  }
+  if (gradSync == weft::runtime::GradSync::Library)
+    return success();
+  if (!dataParallel)
     return fail("--grad-sync " + o.gradSync +
                 " sums data-parallel gradients: it needs a training step "
                 "(--train) over a mesh axis 'dp' with --parallel dp");
@@ -562,6 +583,7 @@ void Compilation::buildPassManagers() {
     spmd.sequenceParallel = o.sequenceParallel;
     spmd.zero = o.zero;
     spmd.padUneven = o.padUneven;
+    spmd.localReplicas = o.dpSyncEvery > 1;
     spmd.bucketMb = outlined() ? 0.0 : o.bucketMb;
     weft::buildSPMDPipeline(*spmdPasses, spmd);
   }
@@ -710,13 +732,15 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
   if (failed(described))
     return failure();
   std::vector<weft::EntryBuffer> buffers = std::move(*described);
-  int64_t gradSyncAxes = 0;
+  int64_t dpAxis = 0;
   for (size_t axis = 0; mesh && axis < mesh->names.size(); ++axis)
-    if (mesh->names[axis] == "dp" &&
-        gradSync != weft::runtime::GradSync::Library)
-      gradSyncAxes |= int64_t(1) << axis;
+    if (mesh->names[axis] == "dp")
+      dpAxis = int64_t(1) << axis;
+  bool localSteps = o.dpSyncEvery > 1;
   std::string manifest = weft::buildManifest(
-      main, buffers, meshOrNull, target->device(), gradSync, gradSyncAxes);
+      main, buffers, meshOrNull, target->device(), gradSync,
+      gradSync != weft::runtime::GradSync::Library ? dpAxis : 0, o.dpSyncEvery,
+      localSteps ? dpAxis : 0);
   weft::ProgramReport report =
       describeProgram(program, buffers, meshOrNull, weightsBytes);
   report.pipelineRank = pipelineRank;

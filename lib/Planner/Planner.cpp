@@ -41,7 +41,9 @@ std::string Plan::str() const {
              .str() +
          (gradSync && *gradSync != runtime::GradSync::Library
               ? std::string(",sync=") + runtime::gradSyncName(*gradSync)
-              : std::string());
+              : std::string()) +
+         (dpSyncEvery > 1 ? ",dp_sync=" + std::to_string(dpSyncEvery)
+                          : std::string());
 }
 
 std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
@@ -111,6 +113,8 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
         ok = false;
       }
       c.sequenceParallel = value == "1";
+    } else if (key == "dp_sync") {
+      ok = integer(c.dpSyncEvery, 1);
     } else if (key == "sync") {
       c.gradSync = runtime::parseGradSync(value.str());
       if (!c.gradSync) {
@@ -121,7 +125,8 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
       }
     } else {
       error = "unknown key '" + key.str() +
-              "' (dp, tp, pp, mbs, m, schedule, v, zero, recompute, sp, sync)";
+              "' (dp, tp, pp, mbs, m, schedule, v, zero, recompute, sp, sync, "
+              "dp_sync)";
       ok = false;
     }
     if (!ok)
@@ -133,6 +138,14 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
         std::string("sync=") + runtime::gradSyncName(*c.gradSync) +
         " all-reduces whole gradients, and zero=" + std::to_string(*c.zero) +
         " reduce-scatters them: pin one";
+    return std::nullopt;
+  }
+  if (c.dpSyncEvery && *c.dpSyncEvery > 1 &&
+      ((c.zero && *c.zero > 0) ||
+       (c.gradSync && *c.gradSync != runtime::GradSync::Library))) {
+    error = "dp_sync=" + std::to_string(*c.dpSyncEvery) +
+            " lets the replicas step alone: it takes neither zero= above 0 "
+            "nor sync=";
     return std::nullopt;
   }
   return c;
@@ -389,7 +402,8 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   // pipeline receives do.
   runtime::GradSync sync = plan.gradSync.value_or(runtime::GradSync::Library);
   bool chooseSync = !plan.gradSync && !cluster.cpuRanks();
-  if (plan.dp > 1 && plan.zero == 0) {
+  bool localSteps = plan.dpSyncEvery > 1;
+  if (plan.dp > 1 && plan.zero == 0 && !localSteps) {
     double best = 0;
     for (int mode = 0; mode <= int(runtime::GradSync::Hierarchical); ++mode) {
       double seconds = 0;
@@ -422,6 +436,14 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
             : price.gradientSync(sync, gradientBytes, plan.dp, plan.tp);
     double hidden = cluster.overlapGradientReduction ? s.backward : 0;
     t.dataParallel = std::max(0.0, reduce - hidden);
+    // Local SGD: no gradient sum; the weights and optimizer state are
+    // averaged after every K-th step, past the backward pass.
+    if (localSteps)
+      t.dataParallel =
+          price.dataParallel(Collective::AllReduce,
+                             s.parameters * (bytes.weights + bytes.optimizer),
+                             plan.dp, plan.tp) /
+          double(plan.dpSyncEvery);
     if (plan.zero >= 1)
       t.dataParallel += price.dataParallel(Collective::AllGather, weightBytes,
                                            plan.dp, plan.tp);
@@ -572,8 +594,9 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
           for (int zero = 0; zero <= 3; ++zero) {
             // ZeRO reduce-scatters: no all-reduce for a sync to run.
             bool syncFixed =
-                constraints.gradSync &&
-                *constraints.gradSync != runtime::GradSync::Library;
+                (constraints.gradSync &&
+                 *constraints.gradSync != runtime::GradSync::Library) ||
+                constraints.dpSyncEvery.value_or(1) > 1;
             if ((zero > 0 && (dp == 1 || syncFixed)) ||
                 !allowed(constraints.zero, zero))
               continue;
@@ -598,7 +621,8 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
                           zero,
                           recompute,
                           sp,
-                          constraints.gradSync};
+                          constraints.gradSync,
+                          constraints.dpSyncEvery.value_or(1)};
                 std::string error;
                 std::optional<Prediction> p =
                     predict(model, cluster, setup, plan, error);

@@ -91,6 +91,7 @@ weft::CompileOptions readOptions(const py::dict &dict) {
   r.read("pad_uneven", o.padUneven);
   r.read("bucket_mb", o.bucketMb);
   r.read("grad_sync", o.gradSync);
+  r.read("dp_sync_every", o.dpSyncEvery);
   r.read("microbatches", o.microbatches);
   r.read("schedule", o.schedule);
   r.read("virtual_stages", o.virtualStages);
@@ -160,6 +161,7 @@ py::dict optionsDict(const weft::CompileOptions &o) {
   d["pad_uneven"] = o.padUneven;
   d["bucket_mb"] = o.bucketMb;
   d["grad_sync"] = o.gradSync;
+  d["dp_sync_every"] = o.dpSyncEvery;
   d["microbatches"] = o.microbatches;
   d["schedule"] = o.schedule;
   d["virtual_stages"] = o.virtualStages;

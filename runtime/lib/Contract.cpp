@@ -117,6 +117,8 @@ std::string Manifest::toJson() const {
   json += ",\n \"grad_sync\": {\"algorithm\": " +
           jsonQuote(gradSyncName(gradSync)) +
           ", \"axes\": " + std::to_string(gradSyncAxes) + "}";
+  json += ",\n \"dp_sync\": {\"every\": " + std::to_string(dpSyncEvery) +
+          ", \"axes\": " + std::to_string(dpSyncAxes) + "}";
   if (training)
     json +=
         ",\n \"training\": {\"optimizer\": " + jsonQuote(training->optimizer) +
@@ -172,7 +174,7 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
     return std::nullopt;
   }
   Manifest manifest;
-  const JsonValue *mesh, *buffers, *training, *gradSync;
+  const JsonValue *mesh, *buffers, *training, *gradSync, *dpSync;
   if (!read.string(root, "device", manifest.device))
     return std::nullopt;
   if (manifest.device != kCpuDevice && manifest.device != kCudaDevice &&
@@ -184,6 +186,8 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
   if (!read.member(root, "mesh", JsonValue::Kind::Array, mesh) ||
       !read.integers(root, "groups", manifest.groups) ||
       !read.member(root, "grad_sync", JsonValue::Kind::Object, gradSync,
+                   /*optional=*/true) ||
+      !read.member(root, "dp_sync", JsonValue::Kind::Object, dpSync,
                    /*optional=*/true) ||
       !read.member(root, "buffers", JsonValue::Kind::Array, buffers) ||
       !read.member(root, "training", JsonValue::Kind::Object, training,
@@ -214,6 +218,16 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
       return std::nullopt;
     }
     manifest.gradSync = *sync;
+  }
+  if (dpSync) {
+    if (!read.integer(*dpSync, "every", manifest.dpSyncEvery) ||
+        !read.integer(*dpSync, "axes", manifest.dpSyncAxes))
+      return std::nullopt;
+    if (manifest.dpSyncEvery < 1) {
+      read.fail("its dp_sync is every " + std::to_string(manifest.dpSyncEvery) +
+                " steps");
+      return std::nullopt;
+    }
   }
   if (training) {
     ManifestTraining t;

@@ -380,6 +380,8 @@ int main(int argc, char **argv) {
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   world->createGroups(groups);
   world->gradientSync.choose(first->gradSync, first->gradSyncAxes);
+  training.averageEvery = first->dpSyncEvery;
+  training.averageAxes = first->dpSyncAxes;
   if (weft_model_set_rank(model, world->rank, error, sizeof(error)) != 0)
     return fail(error);
   if (*weft_model_optimizer(model, nullptr, nullptr, nullptr)) {

@@ -13,11 +13,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/Trainer.h"
+
 #include "weft/runtime/Checkpoint.h"
 #include "weft/runtime/Contract.h"
 #include "weft/runtime/ShardLayout.h"
 #include "weft/runtime/TokenFile.h"
 #include "weft/runtime/Trace.h"
+
+#include "Bf16.h"
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +43,29 @@ namespace {
 
 /// The model's depth for --init-seed's residual scaling: one more than the
 /// largest layer index in a param name ("h.11.attn...", "layers.3...").
+/// Local SGD's average: each tensor the replicas hold summed over them and
+/// divided by their number (float tensors; the others never differ).
+void averageReplicas(Communicator &replicas,
+                     const std::vector<CheckpointTensor> &tensors) {
+  float share = 1.0f / float(replicas.size());
+  for (const CheckpointTensor &tensor : tensors) {
+    const weft_buffer_info *info = tensor.info;
+    size_t count = info->local_bytes / weft_dtype_size(info->dtype);
+    if (info->dtype != WEFT_F32 && info->dtype != WEFT_BF16)
+      continue;
+    replicas.allReduce(tensor.data, count, info->dtype, ReduceOp::Sum);
+    if (info->dtype == WEFT_F32) {
+      float *values = static_cast<float *>(tensor.data);
+      for (size_t i = 0; i < count; ++i)
+        values[i] *= share;
+    } else {
+      uint16_t *values = static_cast<uint16_t *>(tensor.data);
+      for (size_t i = 0; i < count; ++i)
+        values[i] = floatToBf16(bf16ToFloat(values[i]) * share);
+    }
+  }
+}
+
 int64_t countLayers(const std::map<std::string, size_t> &params) {
   int64_t layers = 1;
   for (auto &[name, i] : params)
@@ -188,7 +214,7 @@ double estimatedPeakFlops() {
 
 } // namespace
 
-int train(weft_model *model, void (*entry)(void **), const World &world,
+int train(weft_model *model, void (*entry)(void **), World &world,
           const TrainOptions &options) {
   int rank = world.rank;
   const MeshShape &mesh = world.mesh;
@@ -299,6 +325,17 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     for (auto &[name, i] : states)
       checkpointed.push_back(
           {weft_model_buffer(model, i), weft_model_data(model, i)});
+  }
+  Communicator *replicas = nullptr;
+  if (options.averageEvery > 1) {
+    if (options.saveEvery % options.averageEvery != 0)
+      return fail(rank, "--save-every " + std::to_string(options.saveEvery) +
+                            " is not a multiple of the " +
+                            std::to_string(options.averageEvery) +
+                            " steps between the replicas' averages "
+                            "(weftc --dp-sync): a checkpoint must hold "
+                            "one model");
+    replicas = &world.group(options.averageAxes);
   }
   int64_t firstStep = 1;
   uint64_t seed = options.seed;
@@ -486,6 +523,12 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
                      ? *static_cast<float *>(
                            weft_model_output(model, outputs["grad_norm"]))
                      : 0.0f;
+    // Replicas that step alone each see their own batch's loss; the log
+    // shows the mean over them, the whole batch's (the norm stays rank 0's).
+    if (replicas) {
+      replicas->allReduce(&loss, 1, WEFT_F32, ReduceOp::Sum);
+      loss /= float(replicas->size());
+    }
     if (!std::isfinite(loss))
       return fail(rank, "step " + std::to_string(step) + ": the loss is " +
                             (std::isnan(loss) ? "NaN" : "infinite") +
@@ -494,6 +537,13 @@ int train(weft_model *model, void (*entry)(void **), const World &world,
     for (auto [out, target] : feedback)
       memcpy(weft_model_data(model, target), weft_model_output(model, out),
              weft_model_buffer(model, out)->local_bytes);
+    if (replicas &&
+        (step % options.averageEvery == 0 || step == options.steps)) {
+      double averageStart = trace::now();
+      averageReplicas(*replicas, checkpointed);
+      trace::record(trace::Kind::Collective, averageStart, trace::now(),
+                    int64_t(CollectiveKind::AllReduce), 0);
+    }
     // Only a run given a directory saves (a trace needs the communicator
     // too, not a checkpoint).
     if (!options.checkpointDir.empty() &&

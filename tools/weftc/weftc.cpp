@@ -142,6 +142,12 @@ static cl::opt<std::string> gradSync(
     cl::desc("How data-parallel gradients are all-reduced: library (MPI's "
              "choice), ring, tree, ps (parameter servers) or hierarchical"),
     cl::init("library"), cl::cat(category));
+static cl::opt<std::string> dpSync(
+    "dp-sync",
+    cl::desc("every=K: data-parallel replicas step alone and average their "
+             "parameters every K steps (local SGD; every=1: every step's "
+             "gradients are summed)"),
+    cl::init("every=1"), cl::cat(category));
 static cl::opt<int64_t>
     microbatches("microbatches",
                  cl::desc("Pipeline micro-batches per step (mesh axis pp)"),
@@ -234,6 +240,13 @@ int main(int argc, char **argv) {
   options.padUneven = padUneven;
   options.bucketMb = bucketMb;
   options.gradSync = gradSync;
+  llvm::StringRef every = dpSync;
+  if (!every.consume_front("every=") ||
+      every.getAsInteger(10, options.dpSyncEvery)) {
+    llvm::errs() << "weftc: error: --dp-sync takes every=K, not '" << dpSync
+                 << "'\n";
+    return 1;
+  }
   options.microbatches = microbatches;
   options.schedule = schedule;
   options.virtualStages = virtualStages;

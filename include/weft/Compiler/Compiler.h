@@ -71,6 +71,10 @@ struct CompileOptions {
   /// choice), "ring", "tree", "ps" (parameter servers, each rank owning a
   /// slice) or "hierarchical" (inside nodes, then across them).
   std::string gradSync = "library";
+  /// Local SGD: the dp replicas step alone and average their parameters
+  /// and optimizer state every this many steps (1: ordinary data
+  /// parallelism, gradients summed every step).
+  int64_t dpSyncEvery = 1;
 
   // Pipeline parallelism (a pp axis in the mesh).
   int64_t microbatches = 1;

@@ -33,9 +33,15 @@ struct Plan {
   /// fastest (the library's when none is faster), and its Prediction's plan
   /// says which. Only without ZeRO (which reduce-scatters).
   std::optional<runtime::GradSync> gradSync;
+  /// Local SGD (weftc --dp-sync every=K): the replicas step alone and
+  /// all-reduce their parameters and optimizer state every K steps instead
+  /// of their gradients every step. Never chosen by the search (it trains
+  /// a different model): only pinned.
+  int64_t dpSyncEvery = 1;
 
   /// "dp=8,tp=8,pp=16,mbs=1,m=48,schedule=1f1b,v=1,zero=1,recompute=full,
-  /// sp=1", then ",sync=tree" when the gradient sync is not the library's.
+  /// sp=1", then ",sync=tree" when the gradient sync is not the library's
+  /// and ",dp_sync=K" for local SGD.
   std::string str() const;
 };
 
@@ -47,13 +53,14 @@ struct PlanConstraints {
   std::optional<Recompute> recompute;
   std::optional<bool> sequenceParallel;
   std::optional<runtime::GradSync> gradSync;
+  std::optional<int64_t> dpSyncEvery;
   /// Whether the backend offers selective recomputation as the cost model
   /// prices it (the attention cores, Korthikanti et al.); Weft's CPU
   /// backend recomputes elementwise work instead, so weftc leaves it out.
   bool selectiveRecompute = true;
   /// "dp=8,tp=8,pp=16,mbs=1,m=32,schedule=interleaved,v=2,zero=1,
-  /// recompute=selective,sp=1,sync=hierarchical"; `error` names a bad key
-  /// or value.
+  /// recompute=selective,sp=1,sync=hierarchical,dp_sync=8"; `error` names
+  /// a bad key or value.
   static std::optional<PlanConstraints> parse(const std::string &text,
                                               std::string &error);
 };

@@ -148,11 +148,14 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
 std::string buildManifest(func::FuncOp func,
                           const std::vector<EntryBuffer> &buffers,
                           const EntryMesh *mesh, StringRef device,
-                          runtime::GradSync gradSync, int64_t gradSyncAxes) {
+                          runtime::GradSync gradSync, int64_t gradSyncAxes,
+                          int64_t dpSyncEvery, int64_t dpSyncAxes) {
   runtime::Manifest manifest;
   manifest.device = device.str();
   manifest.gradSync = gradSync;
   manifest.gradSyncAxes = gradSyncAxes;
+  manifest.dpSyncEvery = dpSyncEvery;
+  manifest.dpSyncAxes = dpSyncAxes;
   if (auto optimizer = func->getAttrOfType<DictionaryAttr>(
           WeftDialect::kOptimizerAttrName)) {
     auto number = [&](StringRef key) {

@@ -74,13 +74,15 @@ std::optional<EntryMesh> describeMesh(mlir::ModuleOp module);
 
 /// The manifest the runtime reads (weft/runtime/Contract.h), as JSON, for
 /// an executable whose kernels run on `device`, whose all-reduces over
-/// the mesh axes in `gradSyncAxes` run by `gradSync`. A training step also
+/// the mesh axes in `gradSyncAxes` run by `gradSync`, and whose replicas
+/// over `dpSyncAxes` average every `dpSyncEvery` steps. A training step also
 /// records its optimizer (`weft.optimizer` on `func`).
 std::string
 buildManifest(mlir::func::FuncOp func, const std::vector<EntryBuffer> &buffers,
               const EntryMesh *mesh, llvm::StringRef device,
               runtime::GradSync gradSync = runtime::GradSync::Library,
-              int64_t gradSyncAxes = 0);
+              int64_t gradSyncAxes = 0, int64_t dpSyncEvery = 1,
+              int64_t dpSyncAxes = 0);
 
 /// Translates the lowered module to LLVM IR, adds `weft_entry` (unpacking an
 /// array of buffer pointers into the memref arguments of `entryName`) and

@@ -33,6 +33,8 @@ void weft::buildSPMDPipeline(OpPassManager &pm,
   pm.addPass(createWeftShardPresets(presets));
   pm.addPass(createWeftPropagateSharding({options.padUneven}));
   pm.addPass(createWeftPartition());
+  if (options.localReplicas)
+    pm.addPass(createWeftLocalReplicas());
   if (options.bucketMb > 0) {
     pm.addPass(createWeftBucketCollectives({options.bucketMb}));
     pm.addPass(createCanonicalizerPass());

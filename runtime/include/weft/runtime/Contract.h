@@ -142,12 +142,19 @@ struct Manifest {
   /// `gradSyncAxes` (bit a: axis a), the data-parallel one.
   GradSync gradSync = GradSync::Library;
   int64_t gradSyncAxes = 0;
+  /// Local SGD (weftc --dp-sync every=K): the replicas of the axes in
+  /// `dpSyncAxes` step alone, and the runner averages their parameters and
+  /// optimizer state every `dpSyncEvery` steps (1: every step's gradients
+  /// are summed instead, ordinary data parallelism).
+  int64_t dpSyncEvery = 1;
+  int64_t dpSyncAxes = 0;
   std::optional<ManifestTraining> training;
   std::vector<ManifestBuffer> buffers;
 
   /// The JSON text: {"format": "weft-manifest", "version": 6, "device":
   /// ..., "mesh": ..., "groups": ..., "grad_sync": {"algorithm": ...,
-  /// "axes": ...}, "training": ..., "buffers": [...]} (docs/runtime.md).
+  /// "axes": ...}, "dp_sync": {"every": ..., "axes": ...}, "training": ...,
+  /// "buffers": [...]} (docs/compiler.md).
   std::string toJson() const;
   /// Reads `json`. On failure `error` ends a one-line sentence whose
   /// subject is the manifest ("is version 2 and this runtime reads version

@@ -34,12 +34,18 @@ struct TrainOptions {
   /// 0. Each parameter is drawn whole from the seed and its name, then
   /// split, so every mesh starts from the same model.
   int64_t initSeed = -1;
+  /// From the manifest (weftc --dp-sync every=K): the replicas over the
+  /// mesh axes in `averageAxes` step alone, and their parameters and
+  /// optimizer state are averaged every `averageEvery` steps and after the
+  /// last (1: never; the step sums the gradients).
+  int64_t averageEvery = 1;
+  int64_t averageAxes = 0;
 };
 
 /// Runs `options.steps` training steps of `model` (compiled with
 /// `weftc --train`) as this rank of `world`. Rank 0 prints and logs.
 /// Returns the process exit code; errors are one line naming the rank.
-int train(weft_model *model, void (*entry)(void **), const World &world,
+int train(weft_model *model, void (*entry)(void **), World &world,
           const TrainOptions &options);
 
 } // namespace weft::runtime

@@ -38,6 +38,10 @@ struct SPMDPipelineOptions
       *this, "pad-uneven",
       llvm::cl::desc("Pad a dim that does not divide by its mesh axis"),
       llvm::cl::init(false)};
+  Option<bool> localReplicas{
+      *this, "local-replicas",
+      llvm::cl::desc("The dp replicas step alone (weft-local-replicas)"),
+      llvm::cl::init(false)};
   Option<double> bucketMb{
       *this, "bucket-mb",
       llvm::cl::desc("Bucket collectives up to this many MiB (0: not here; "

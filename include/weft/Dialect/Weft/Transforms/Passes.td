@@ -464,6 +464,35 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
   ];
 }
 
+def WeftLocalReplicas : Pass<"weft-local-replicas", "::mlir::ModuleOp"> {
+  let summary = "Let data-parallel replicas step on their own batches";
+  let description = [{
+    Local SGD (`weftc --dp-sync every=K`): between the runtime's parameter
+    averages every K steps, each replica of the `axis` mesh axis trains on
+    its own shard of the batch alone. Every `shard.all_reduce` over the axis
+    is rewritten as if all replicas held this one's data: the axis leaves
+    the collective's grid axes (the collective goes when none is left), and
+    a sum is multiplied by the axis size. A loss that divides an
+    all-reduced sum by an all-reduced count becomes the replica's own mean,
+    and the gradients its own. Any other collective over the axis (ZeRO's
+    reduce-scatters and gathers) is an error: those replicas share state.
+
+    Example: on a `dp=4` grid,
+
+    ```mlir
+    %g = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+    ```
+
+    becomes `%g = weft.mul %x, %four` with `%four` a `weft.constant` of
+    4.0.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"dp\"",
+           "The mesh axis whose replicas step alone">
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::shard::ShardDialect"];
+}
+
 def WeftBucketCollectives
     : Pass<"weft-bucket-collectives", "::mlir::ModuleOp"> {
   let summary = "Combine independent collectives into a few large ones";
