@@ -3,14 +3,17 @@
 prints it beside the schedule's formula.
 
 A compute-bound GPT (wide layers, long sequences, a small vocabulary) is
-compiled for `--mesh pp=P` under GPipe, 1F1B and the interleaved schedule
-(v = 2) and trained for a few steps with `--trace`. Traced steps start
+compiled for `--mesh pp=P` under GPipe, 1F1B, the interleaved schedule
+(v = 2) and ZB-H1 and trained for a few steps with `--trace`. Traced steps start
 together on every rank, so for each step the window is from the first
 rank's start to the last rank's end, and a rank is busy while it runs its
 step and is not waiting in a receive. Its idle fraction, averaged over the
 steps after the first, is printed beside the bubble of the schedule:
-(p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v*m+p-1) interleaved, with the
-rank's mean forward and backward times. The formula assumes stages of
+(p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v*m+p-1) interleaved,
+(p-1)/(3m+p-1) for ZB-H1 (forward, input-gradient and weight-gradient
+passes of equal length), with the rank's mean forward and backward
+instruction times (under ZB-H1 a backward instruction is one of the two
+passes). The formula assumes stages of
 equal speed; where one stage is slower its neighbour waits for it every
 micro-batch, so the ranks' values spread around the formula by the
 imbalance, and their mean is the pipeline's idle fraction. Exits non-zero
@@ -104,7 +107,7 @@ def main():
     print(f"{'schedule':<16} {'rank':>4} {'F (ms)':>7} {'B (ms)':>7} {'idle (trace)':>13} "
           f"{'formula':>8} {'difference':>11}")
     worst = 0.0
-    for schedule, chunks in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2)):
+    for schedule, chunks in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zb-h1", 1)):
         exe = os.path.join(work, schedule)
         if not (args.reuse and os.path.exists(exe)):
             subprocess.run([str(tool("weftc")), model, "--train", "--mesh",
@@ -117,7 +120,7 @@ def main():
         with open(trace_path) as f:
             trace = json.load(f)
         windows = step_windows(trace)[1:]
-        formula = (p - 1) / (chunks * m + p - 1)
+        formula = (p - 1) / ((3 if schedule == "zb-h1" else chunks) * m + p - 1)
         name = schedule + (f" v={chunks}" if chunks > 1 else "")
         idles = []
         for rank in range(p):

@@ -3,7 +3,7 @@
 compares its losses with one rank's.
 
 For each mesh given, every schedule (gpipe, 1f1b, interleaved with two
-model chunks per rank) is compiled with `weftc --mesh MESH --microbatches M`
+model chunks per rank, zb-h1) is compiled with `weftc --mesh MESH --microbatches M`
 and trained for --steps steps under weft-run; the reference is the same
 model on one rank with `--grad-accum M`, which draws the same batches and
 splits them into the same micro-batches. Every step's loss must agree
@@ -18,7 +18,7 @@ import sys
 
 from weft import tool
 
-SCHEDULES = [("gpipe", 1), ("1f1b", 1), ("interleaved", 2)]
+SCHEDULES = [("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zb-h1", 1)]
 
 
 def run(command, **kwargs):

@@ -487,7 +487,7 @@ LogicalResult Compilation::checkPipeline() {
   std::optional<weft::pipeline::ScheduleKind> kind =
       weft::pipeline::parseScheduleKind(o.schedule);
   if (!kind)
-    return fail("--schedule must be gpipe, 1f1b or interleaved, not '" +
+    return fail("--schedule must be gpipe, 1f1b, interleaved or zb-h1, not '" +
                 o.schedule + "'");
   std::string error;
   schedule = weft::pipeline::buildSchedule(
@@ -704,6 +704,8 @@ LogicalResult Compilation::outlineMicrobatches(ModuleOp module) {
   PassManager passes(module.getContext());
   weft::WeftOutlineMicrobatchesOptions outline;
   outline.recompute = o.recompute;
+  outline.splitBackward =
+      schedule && weft::pipeline::splitsBackward(schedule->kind);
   passes.addPass(weft::createWeftOutlineMicrobatches(outline));
   if (!pipelineStages) {
     passes.addPass(weft::createWeftBucketCollectives({o.bucketMb}));

@@ -420,6 +420,8 @@ double gradientSyncTime(const Cluster &cluster, runtime::GradSync sync,
 double bubbleFraction(pipeline::ScheduleKind kind, int64_t stages,
                       int64_t microbatches, int64_t virtualStages) {
   double p = double(stages), m = double(microbatches);
+  if (kind == pipeline::ScheduleKind::ZeroBubbleH1)
+    return (p - 1) / (3 * m + p - 1);
   double v =
       kind == pipeline::ScheduleKind::Interleaved ? double(virtualStages) : 1.0;
   return (p - 1) / (v * m + p - 1);
@@ -431,6 +433,7 @@ double microbatchesInFlight(pipeline::ScheduleKind kind, int64_t stages,
   case pipeline::ScheduleKind::GPipe:
     return double(microbatches);
   case pipeline::ScheduleKind::OneFOneB:
+  case pipeline::ScheduleKind::ZeroBubbleH1:
     return double(std::min(stages, microbatches));
   case pipeline::ScheduleKind::Interleaved: {
     int64_t chunkForwards =

@@ -91,7 +91,7 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
     } else if (key == "schedule") {
       c.schedule = pipeline::parseScheduleKind(value.str());
       if (!c.schedule) {
-        error = "'schedule' must be gpipe, 1f1b or interleaved, not '" +
+        error = "'schedule' must be gpipe, 1f1b, interleaved or zb-h1, not '" +
                 value.str() + "'";
         ok = false;
       }
@@ -425,7 +425,11 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
     t.compute = m * s.compute;
     t.tensorParallel = m * s.tensorParallel;
     t.pipelineSends = m * sendsPerMicrobatch;
-    t.bubble = plan.pp == 1 ? 0 : double(plan.pp - 1) / v * perMicrobatch;
+    // ZB-H1 fills all but one pass of each of 1F1B's p-1 slots with
+    // deferred weight-gradient passes (forward, input gradient and weight
+    // gradient a third of a micro-batch each).
+    double slots = plan.schedule == ScheduleKind::ZeroBubbleH1 ? 3.0 : v;
+    t.bubble = plan.pp == 1 ? 0 : double(plan.pp - 1) / slots * perMicrobatch;
 
     double gradientBytes = s.parameters * bytes.gradients;
     double weightBytes = s.parameters * bytes.weights;
@@ -582,6 +586,7 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
         } else {
           schedules.push_back({ScheduleKind::GPipe, 1});
           schedules.push_back({ScheduleKind::OneFOneB, 1});
+          schedules.push_back({ScheduleKind::ZeroBubbleH1, 1});
           for (int64_t v : {2, 3, 4, 6, 8})
             if (m % pp == 0 && pp * v <= model.layers &&
                 model.layers % (pp * v) == 0)

@@ -95,7 +95,7 @@ def test_indivisible_sharding(gpt):
 
 
 def test_unknown_option_value(gpt):
-    with pytest.raises(weft.CompileError, match="--schedule must be gpipe, 1f1b or interleaved"):
+    with pytest.raises(weft.CompileError, match="--schedule must be gpipe, 1f1b, interleaved or zb-h1"):
         weft.compile(gpt, train=True, mesh={"pp": 2}, schedule="zigzag")
 
 

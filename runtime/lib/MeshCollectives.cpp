@@ -265,6 +265,20 @@ void World::createGroups(const std::vector<int64_t> &masks) {
 
 void setCurrentWorld(World *world) { currentWorld = world; }
 
+void reportRankError(int worldRank, const std::string &line) {
+  fprintf(stderr, "%s\n", line.c_str());
+  fflush(stderr);
+  const char *runDir = std::getenv("WEFT_RUN_DIR");
+  if (!runDir || worldRank < 0)
+    return;
+  std::string path =
+      std::string(runDir) + "/rank" + std::to_string(worldRank) + ".error";
+  if (FILE *file = fopen(path.c_str(), "a")) {
+    fprintf(file, "%s\n", line.c_str());
+    fclose(file);
+  }
+}
+
 } // namespace weft::runtime
 
 using weft::runtime::collective;

@@ -269,13 +269,14 @@ private:
     std::string step = currentStep() >= 0
                            ? " in step " + std::to_string(currentStep())
                            : std::string();
-    fprintf(stderr,
-            "error: rank %d: %s of %zu bytes %s%s waited %.0f s, past the "
-            "collective timeout (--collective-timeout, "
-            "WEFT_COLLECTIVE_TIMEOUT): a rank it needs stopped or died; "
-            "stopping every rank\n",
-            rank, what, bytes, from.c_str(), step.c_str(), waited);
-    fflush(stderr);
+    char line[512];
+    snprintf(line, sizeof(line),
+             "error: rank %d: %s of %zu bytes %s%s waited %.0f s, past the "
+             "collective timeout (--collective-timeout, "
+             "WEFT_COLLECTIVE_TIMEOUT): a rank it needs stopped or died; "
+             "stopping every rank",
+             rank, what, bytes, from.c_str(), step.c_str(), waited);
+    reportRankError(rank, line);
     MPI_Abort(MPI_COMM_WORLD, 1);
     abort();
   }

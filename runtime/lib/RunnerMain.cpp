@@ -87,18 +87,18 @@ void reportEarlyExit() {
   std::string step = currentStep() >= 0
                          ? " in step " + std::to_string(currentStep())
                          : std::string();
-  fprintf(stderr,
-          "error: rank %d: the process exited%s, before the run finished; "
-          "stopping every rank\n",
-          processRank, step.c_str());
-  fflush(stderr);
+  reportRankError(worldRank, "error: rank " + std::to_string(processRank) +
+                                 ": the process exited" + step +
+                                 ", before the run finished; stopping every "
+                                 "rank");
   recordExit(1);
   abortWorld();
 }
 
 int fail(const std::string &message) {
   if (processRank >= 0)
-    fprintf(stderr, "error: rank %d: %s\n", processRank, message.c_str());
+    reportRankError(worldRank, "error: rank " + std::to_string(processRank) +
+                                   ": " + message);
   else
     fprintf(stderr, "error: %s\n", message.c_str());
   fflush(stderr);

@@ -131,7 +131,7 @@ bool initializeParameter(const weft_buffer_info *info, int64_t seed,
 }
 
 int fail(int rank, const std::string &message) {
-  fprintf(stderr, "error: rank %d: %s\n", rank, message.c_str());
+  reportRankError(rank, "error: rank " + std::to_string(rank) + ": " + message);
   return 1;
 }
 

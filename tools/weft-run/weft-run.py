@@ -366,11 +366,14 @@ def supervise(command, env, run_dir, timeout):
                                start_new_session=True)
     report = {}
     held = []
+    forwarded_errors = set()
     verbose = os.environ.get("WEFT_RUN_VERBOSE") == "1"
 
     def forward(stream, sink):
         blank_lines = 0  # held back: Hydra's report starts with one
         for line in stream:
+            if line.startswith("error: rank "):
+                forwarded_errors.add(line.rstrip("\n"))
             pid = re.search(r"PID (\d+) RUNNING AT", line)
             if pid:
                 report.setdefault("pid", int(pid.group(1)))
@@ -422,6 +425,17 @@ def supervise(command, env, run_dir, timeout):
         sys.stderr.write("".join(held))
         return 0
     pids = rank_pids(run_dir)
+    # The launcher can lose what a rank printed as the job came down: its
+    # errors are in the run directory too.
+    for rank in sorted(pids):
+        try:
+            with open(os.path.join(run_dir, f"rank{rank}.error")) as f:
+                recorded = f.read().splitlines()
+        except FileNotFoundError:
+            continue
+        for line in recorded:
+            if line not in forwarded_errors:
+                print(line, file=sys.stderr, flush=True)
 
     def show_held(number):
         if number not in (signal.SIGKILL, signal.SIGTERM):

@@ -154,7 +154,7 @@ static cl::opt<int64_t>
                  cl::init(1), cl::cat(category));
 static cl::opt<std::string>
     schedule("schedule",
-             cl::desc("Pipeline schedule: gpipe, 1f1b or interleaved"),
+             cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved or zb-h1"),
              cl::init("1f1b"), cl::cat(category));
 static cl::opt<int64_t> virtualStages(
     "virtual-stages",

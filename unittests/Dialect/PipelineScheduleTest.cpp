@@ -55,6 +55,53 @@ TEST(PipelineSchedule, EverySmallScheduleIsSoundAndMatchesTheFormula) {
         }
 }
 
+// ZB-H1: sound for every small (p, m); each micro-batch's forward,
+// backward and weight-gradient pass once per rank, the weights after the
+// backward; with the three passes of one unit each and m >= p its bubble
+// is (p-1) units, a third of 1F1B's (less than 1F1B's for any m), with at
+// most `rank` micro-batches more in flight than 1F1B (the deferred weight
+// passes).
+TEST(PipelineSchedule, ZeroBubbleH1IdlesAThirdOf1F1B) {
+  for (int64_t p = 1; p <= 5; ++p)
+    for (int64_t m = 1; m <= 10; ++m) {
+      std::string error;
+      std::optional<Schedule> schedule =
+          buildSchedule(ScheduleKind::ZeroBubbleH1, p, m, 1, error);
+      ASSERT_TRUE(schedule) << error;
+      ASSERT_TRUE(checkSchedule(*schedule, error))
+          << "p=" << p << " m=" << m << ": " << error;
+      for (const std::vector<Instruction> &rank : schedule->ranks) {
+        std::set<std::pair<Instruction::Kind, int64_t>> seen;
+        std::set<int64_t> backwards;
+        for (const Instruction &in : rank) {
+          if (in.kind == Instruction::Backward)
+            backwards.insert(in.microbatch);
+          if (in.kind == Instruction::BackwardWeight)
+            EXPECT_TRUE(backwards.count(in.microbatch));
+          if (in.kind == Instruction::Forward ||
+              in.kind == Instruction::Backward ||
+              in.kind == Instruction::BackwardWeight)
+            EXPECT_TRUE(seen.insert({in.kind, in.microbatch}).second);
+        }
+        EXPECT_EQ(int64_t(seen.size()), 3 * m);
+      }
+      Timeline timeline = simulate(*schedule);
+      // With fewer micro-batches than stages too few weight passes are
+      // deferred to fill the bubble.
+      if (m >= p)
+        EXPECT_NEAR(timeline.idleFraction[0],
+                    double(p - 1) / double(3 * m + p - 1), 1e-9)
+            << "p=" << p << " m=" << m;
+      std::optional<Schedule> oneFOneB =
+          buildSchedule(ScheduleKind::OneFOneB, p, m, 1, error);
+      if (p > 1)
+        EXPECT_LT(timeline.idleFraction[0],
+                  simulate(*oneFOneB).idleFraction[0]);
+      for (int64_t rank = 0; rank < p; ++rank)
+        EXPECT_LE(timeline.peakInFlight[rank], std::min(p - rank, m) + rank);
+    }
+}
+
 // The checker is not a formality: two receives swapped on one rank are
 // caught, and so is a receive with no send.
 TEST(PipelineSchedule, CheckerCatchesMismatchedAndMissingMessages) {

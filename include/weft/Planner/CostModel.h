@@ -177,12 +177,14 @@ double gradientSyncTime(const Cluster &cluster, runtime::GradSync sync,
                         double bytes, int64_t local, int64_t nodes);
 
 /// The fraction of a step a rank idles in the pipeline's bubble:
-/// (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m+p-1) interleaved.
+/// (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m+p-1) interleaved,
+/// (p-1)/(3m+p-1) ZB-H1 (m >= p).
 double bubbleFraction(pipeline::ScheduleKind kind, int64_t stages,
                       int64_t microbatches, int64_t virtualStages);
 
 /// The most micro-batches' activations the first stage holds at once, in
-/// whole micro-batches of its layers: m under GPipe, min(p, m) under 1F1B;
+/// whole micro-batches of its layers: m under GPipe, min(p, m) under 1F1B
+/// and ZB-H1 (whose first stage defers no weight pass);
 /// interleaved, its warm-up plus one, (p-1)·2 + (v-1)·p + 1 forwards of
 /// one chunk (1/v of its layers) each, at most v·m: that count over v.
 double microbatchesInFlight(pipeline::ScheduleKind kind, int64_t stages,

@@ -2,6 +2,7 @@
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="micro-batches=2 optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-outline-microbatches="function=train_step" | FileCheck %s --check-prefix=STAGES
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="micro-batches=2 optimizer=sgd weight-decay=0" -weft-outline-microbatches="function=train_step recompute=full" -canonicalize | FileCheck %s --check-prefix=FULL
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="micro-batches=2 optimizer=sgd weight-decay=0" -weft-outline-microbatches="function=train_step recompute=selective" | FileCheck %s --check-prefix=SELECTIVE
+// RUN: weft-opt %s -split-input-file -weft-derive-train-step="micro-batches=2 optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-outline-microbatches="function=train_step split-backward=true" | FileCheck %s --check-prefix=SPLIT
 // RUN: not weft-opt %s -split-input-file -weft-derive-train-step -weft-outline-microbatches="function=train_step" 2>&1 | FileCheck %s --check-prefix=ONE
 // RUN: not weft-opt %s -split-input-file -weft-derive-train-step="micro-batches=2" -weft-outline-microbatches="function=train_step recompute=some" 2>&1 | FileCheck %s --check-prefix=MODE
 
@@ -34,6 +35,28 @@
 // ACCUM-NOT: weft.microbatch
 // ACCUM: weft.linear {{.*}}<{transpose_weight}>
 // ACCUM: return
+
+// Split for zero-bubble schedules: stage 1's backward keeps what stage 0
+// waits for (the gradient of its input) and its weight gradients become
+// a weight pass, called after every backward and reading what the
+// backward and the forward left it; stage 0's input gradient is nobody's,
+// so its backward is empty and its weight pass does the work.
+// SPLIT-LABEL: func.func @train_step
+// SPLIT: scf.for
+// SPLIT: func.call @train_step_stage0_forward
+// SPLIT: func.call @train_step_stage1_forward
+// SPLIT: %[[B1:[0-9]+]]:{{[0-9]+}} = func.call @train_step_stage1_backward({{.*}}) {weft.phase = "backward", weft.stage = 1 : i64}
+// SPLIT: func.call @train_step_stage0_backward() {weft.phase = "backward", weft.stage = 0 : i64}
+// SPLIT: func.call @train_step_stage1_weights({{.*}}) {weft.phase = "backward-weight", weft.stage = 1 : i64}
+// SPLIT: func.call @train_step_stage0_weights(%[[B1]]#0, {{.*}}) {weft.phase = "backward-weight", weft.stage = 0 : i64}
+// SPLIT: scf.yield
+// SPLIT-LABEL: func.func private @train_step_stage1_backward
+// SPLIT-NOT: func.func
+// SPLIT: weft.linear {{.*}}<{transpose_weight}>
+// SPLIT-LABEL: func.func private @train_step_stage1_weights
+// SPLIT: weft.matmul
+// SPLIT: weft.add %arg{{[0-9]+}}, %{{[0-9]+}}
+// SPLIT: return
 
 // Two stages: an iteration calls the forwards in stage order, then the
 // backwards from the last stage; stage 0's forward returns its output

@@ -77,11 +77,12 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kPhaseAttrName) {
     auto phase = llvm::dyn_cast<StringAttr>(attr.getValue());
-    if (!phase || !llvm::is_contained({"forward", "backward", "update"},
-                                      phase.getValue()))
+    if (!phase || !llvm::is_contained(
+                      {"forward", "backward", "backward-weight", "update"},
+                      phase.getValue()))
       return op->emitError() << "'" << name
-                             << "' must be \"forward\", \"backward\" or "
-                                "\"update\"";
+                             << "' must be \"forward\", \"backward\", "
+                                "\"backward-weight\" or \"update\"";
     return success();
   }
   if (name == kStageAttrName || name == kMicrobatchAttrName ||

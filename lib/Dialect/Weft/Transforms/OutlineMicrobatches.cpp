@@ -262,6 +262,58 @@ struct WeftOutlineMicrobatchesPass
       group.members.insert(redo.begin(), redo.end());
     }
 
+    // Zero-bubble schedules: a backward's weight-gradient part, the ops
+    // that feed only the gradient sums and the update, becomes a group of
+    // its own, run later; the rest is what the previous stage waits for.
+    if (splitBackward) {
+      llvm::DenseSet<Operation *> updateSet(update.begin(), update.end());
+      SmallVector<std::pair<int64_t, Group *>> backwards;
+      for (auto &[key, group] : groups)
+        if (group.phase == Phase::Backward)
+          backwards.push_back({group.stage, &group});
+      for (auto [stage, group] : backwards) {
+        SmallVector<Operation *> work;
+        for (Operation *op : group->ops)
+          for (Value result : op->getResults()) {
+            bool waitedFor =
+                !sums.count(result) &&
+                llvm::any_of(result.getUsers(), [&](Operation *u) {
+                  Operation *user =
+                      step.getBody().front().findAncestorOpInBlock(*u);
+                  return user && !group->members.count(user) &&
+                         !updateSet.count(user) && user != ret;
+                });
+            if (waitedFor) {
+              work.push_back(op);
+              break;
+            }
+          }
+        llvm::DenseSet<Operation *> inputPart(work.begin(), work.end());
+        while (!work.empty()) {
+          Operation *op = work.pop_back_val();
+          for (Value v : readValues(op)) {
+            Operation *producer = v.getDefiningOp();
+            if (producer && group->members.count(producer) &&
+                inputPart.insert(producer).second)
+              work.push_back(producer);
+          }
+        }
+        if (inputPart.size() == group->members.size())
+          continue;
+        Group &weights = groups[{stage, Phase::BackwardWeight}];
+        weights.stage = stage;
+        weights.phase = Phase::BackwardWeight;
+        SmallVector<Operation *> kept;
+        for (Operation *op : group->ops)
+          (inputPart.count(op) ? kept : weights.ops).push_back(op);
+        group->ops = std::move(kept);
+        group->members =
+            llvm::DenseSet<Operation *>(group->ops.begin(), group->ops.end());
+        weights.members =
+            llvm::DenseSet<Operation *>(weights.ops.begin(), weights.ops.end());
+      }
+    }
+
     // Each group's inputs, and the outputs others read from it.
     llvm::DenseMap<Operation *, Group *> home;
     for (auto &[key, group] : groups)
@@ -300,8 +352,9 @@ struct WeftOutlineMicrobatchesPass
       for (auto &[key, group] : groups)
         pending.push_back(&group);
       auto rank = [](Group *g) {
-        return g->phase == Phase::Forward ? g->stage
-                                          : (int64_t(1) << 40) - g->stage;
+        return g->phase == Phase::Forward    ? g->stage
+               : g->phase == Phase::Backward ? (int64_t(1) << 40) - g->stage
+                                             : (int64_t(1) << 41) - g->stage;
       };
       llvm::sort(pending,
                  [&](Group *a, Group *b) { return rank(a) < rank(b); });
@@ -335,7 +388,9 @@ struct WeftOutlineMicrobatchesPass
         outputTypes.push_back(v.getType());
       std::string name =
           (step.getSymName() + "_stage" + llvm::Twine(group->stage) +
-           (group->phase == Phase::Forward ? "_forward" : "_backward"))
+           (group->phase == Phase::Forward    ? "_forward"
+            : group->phase == Phase::Backward ? "_backward"
+                                              : "_weights"))
               .str();
       auto callee =
           func::FuncOp::create(moduleBuilder, step.getLoc(), name,
@@ -441,9 +496,7 @@ struct WeftOutlineMicrobatchesPass
         call->setAttr(WeftDialect::kStageAttrName,
                       attrs.getI64IntegerAttr(group->stage));
         call->setAttr(WeftDialect::kPhaseAttrName,
-                      attrs.getStringAttr(group->phase == Phase::Forward
-                                              ? "forward"
-                                              : "backward"));
+                      attrs.getStringAttr(stepPhaseName(group->phase)));
         round.map(group->outputs.getArrayRef(), call.getResults());
       }
       // Each is written over the one carried in, so that the loop keeps

@@ -51,12 +51,31 @@ constexpr llvm::StringLiteral kMarkFunction = "weft_pipeline_mark";
 /// Whether the runtime traces (an i1).
 constexpr llvm::StringLiteral kTracingFunction = "weft_tracing";
 
-/// A call of the micro-batch loop: one stage's forward or backward.
+/// The parts of a micro-batch a schedule runs: a stage's forward, its
+/// backward (under ZB-H1 the input-gradient part) and, split off, its
+/// weight-gradient part.
+enum class Part { Forward = 0, Backward = 1, Weights = 2 };
+
+/// The part an instruction runs, if it runs one.
+std::optional<Part> partOf(Instruction::Kind kind) {
+  switch (kind) {
+  case Instruction::Forward:
+    return Part::Forward;
+  case Instruction::Backward:
+    return Part::Backward;
+  case Instruction::BackwardWeight:
+    return Part::Weights;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// A call of the micro-batch loop: one stage's forward or backward part.
 struct StageCall {
   func::CallOp op;
   int64_t rank = 0;
   int64_t chunk = 0;
-  bool backward = false;
+  Part part = Part::Forward;
 };
 
 /// A value computed on one rank and read on another: once per micro-batch
@@ -107,8 +126,8 @@ struct WeftPipelineCutPass
   /// Ops that run on every rank that needs them: constants, the
   /// parameters' views and ZeRO-3 gathers, before or after the loop.
   llvm::DenseSet<Operation *> sources;
-  /// Per rank: the position of (chunk, backward, micro-batch) in its list.
-  std::vector<std::map<std::tuple<int64_t, bool, int64_t>, int64_t>> position;
+  /// Per rank: the position of (chunk, part, micro-batch) in its list.
+  std::vector<std::map<std::tuple<int64_t, Part, int64_t>, int64_t>> position;
   std::vector<Message> messages;
   llvm::DenseMap<std::pair<Value, int64_t>, int64_t> messageTo;
   /// Per rank: its stashes, and where a value is found (by value).
@@ -142,7 +161,7 @@ struct WeftPipelineCutPass
   }
 
   int64_t positionOf(int64_t r, const StageCall &call, int64_t k) {
-    return position[r].at({call.chunk, call.backward, k});
+    return position[r].at({call.chunk, call.part, k});
   }
 
   LogicalResult cut(ModuleOp module) {
@@ -227,11 +246,20 @@ struct WeftPipelineCutPass
         return call.emitError("weft-pipeline-cut: a call of the micro-batch "
                               "loop needs its weft.stage and a forward or "
                               "backward weft.phase");
+      StepPhase stepPhase = parseStepPhase(phase.getValue());
+      Part part = stepPhase == StepPhase::Forward    ? Part::Forward
+                  : stepPhase == StepPhase::Backward ? Part::Backward
+                                                     : Part::Weights;
+      if (part == Part::Weights && !splitsBackward(plan->kind))
+        return call.emitError("weft-pipeline-cut: the ")
+               << pipeline::scheduleName(plan->kind)
+               << " schedule runs whole backward passes, and stage "
+               << stage.getInt() << "'s is split";
       StageCall stageCall{call, stage.getInt() % ranks, stage.getInt() / ranks,
-                          phase.getValue() == "backward"};
+                          part};
       for (const StageCall &other : calls)
         if (other.rank == stageCall.rank && other.chunk == stageCall.chunk &&
-            other.backward == stageCall.backward)
+            other.part == stageCall.part)
           return call.emitError("weft-pipeline-cut: two calls of stage ")
                  << stage.getInt() << "'s " << phase.getValue();
       callIndex[call] = calls.size();
@@ -286,25 +314,24 @@ struct WeftPipelineCutPass
     position.clear();
     position.resize(ranks);
     for (int64_t r = 0; r < ranks; ++r) {
-      std::map<std::pair<int64_t, bool>, int64_t> lastMicrobatch;
+      std::map<std::pair<int64_t, Part>, int64_t> lastMicrobatch;
       for (auto [i, instruction] : llvm::enumerate(plan->ranks[r])) {
-        if (instruction.kind != Instruction::Forward &&
-            instruction.kind != Instruction::Backward)
+        std::optional<Part> part = partOf(instruction.kind);
+        if (!part)
           continue;
-        bool backward = instruction.kind == Instruction::Backward;
         auto [last, fresh] = lastMicrobatch.try_emplace(
-            {instruction.chunk, backward}, instruction.microbatch);
+            {instruction.chunk, *part}, instruction.microbatch);
         if (!fresh && last->second >= instruction.microbatch)
           return func.emitError()
                  << "weft-pipeline-cut: rank " << r << " runs chunk "
                  << instruction.chunk << "'s micro-batches out of order";
         last->second = instruction.microbatch;
-        position[r][{instruction.chunk, backward, instruction.microbatch}] = i;
+        position[r][{instruction.chunk, *part, instruction.microbatch}] = i;
       }
     }
     for (StageCall &call : calls)
       for (int64_t k = 0; k < microbatches; ++k)
-        if (!position[call.rank].count({call.chunk, call.backward, k}))
+        if (!position[call.rank].count({call.chunk, call.part, k}))
           return call.op.emitError()
                  << "weft-pipeline-cut: no instruction runs chunk "
                  << call.chunk << " of micro-batch " << k << " on rank "
@@ -512,13 +539,12 @@ struct WeftPipelineCutPass
   SmallVector<std::pair<unsigned, int64_t>> callsInOrder(int64_t r) {
     SmallVector<std::pair<unsigned, int64_t>> order;
     for (const Instruction &instruction : plan->ranks[r]) {
-      if (instruction.kind != Instruction::Forward &&
-          instruction.kind != Instruction::Backward)
+      std::optional<Part> part = partOf(instruction.kind);
+      if (!part)
         continue;
-      bool backward = instruction.kind == Instruction::Backward;
       for (auto [x, call] : llvm::enumerate(calls))
         if (call.rank == r && call.chunk == instruction.chunk &&
-            call.backward == backward)
+            call.part == *part)
           order.push_back({unsigned(x), instruction.microbatch});
     }
     return order;
@@ -836,7 +862,8 @@ struct WeftPipelineCutPass
                  Receive &receive) {
     StageCall call = calls[x];
     Location loc = call.op.getLoc();
-    mark(call.backward ? 1 : 0, call.chunk, k);
+    // A weight-gradient part is backward work to the trace.
+    mark(call.part == Part::Forward ? 0 : 1, call.chunk, k);
     IRMapping mapping;
     mapping.map(loop.getInductionVar(), k);
     for (auto [j, i] : llvm::enumerate(mySums))

@@ -19,7 +19,7 @@ namespace weft::pipeline {
 namespace {
 
 struct ComputeOp {
-  bool forward;
+  Instruction::Kind kind;
   int64_t microbatch;
   int64_t chunk;
 };
@@ -30,9 +30,28 @@ std::vector<ComputeOp> computeOrder(ScheduleKind kind, int64_t p, int64_t m,
   std::vector<ComputeOp> order;
   if (kind == ScheduleKind::GPipe) {
     for (int64_t mb = 0; mb < m; ++mb)
-      order.push_back({true, mb, 0});
+      order.push_back({Instruction::Forward, mb, 0});
     for (int64_t mb = 0; mb < m; ++mb)
-      order.push_back({false, mb, 0});
+      order.push_back({Instruction::Backward, mb, 0});
+    return order;
+  }
+  if (kind == ScheduleKind::ZeroBubbleH1) {
+    // 1F1B's order with each backward split (Qi et al., "Zero Bubble
+    // Pipeline Parallelism", 2023, ZB-H1): rank r defers its first r
+    // weight-gradient passes, then runs one after each backward, and
+    // the deferred ones last, where 1F1B idles waiting for gradients.
+    int64_t forwards = 0, backwards = 0, weights = 0;
+    for (; forwards < std::min(p - rank - 1, m); ++forwards)
+      order.push_back({Instruction::Forward, forwards, 0});
+    while (backwards < m) {
+      if (forwards < m)
+        order.push_back({Instruction::Forward, forwards++, 0});
+      order.push_back({Instruction::Backward, backwards++, 0});
+      if (backwards - weights > rank)
+        order.push_back({Instruction::BackwardWeight, weights++, 0});
+    }
+    while (weights < m)
+      order.push_back({Instruction::BackwardWeight, weights++, 0});
     return order;
   }
   // 1F1B and its interleaved form: a warmup of forwards, then one forward
@@ -43,11 +62,12 @@ std::vector<ComputeOp> computeOrder(ScheduleKind kind, int64_t p, int64_t m,
   int64_t total = m * v;
   auto forwardOp = [&](int64_t k) -> ComputeOp {
     int64_t within = k % (p * v);
-    return {true, k / (p * v) * p + within % p, within / p};
+    return {Instruction::Forward, k / (p * v) * p + within % p, within / p};
   };
   auto backwardOp = [&](int64_t k) -> ComputeOp {
     int64_t within = k % (p * v);
-    return {false, k / (p * v) * p + within % p, v - 1 - within / p};
+    return {Instruction::Backward, k / (p * v) * p + within % p,
+            v - 1 - within / p};
   };
   int64_t warmup = kind == ScheduleKind::OneFOneB
                        ? std::min(p - rank - 1, m)
@@ -75,6 +95,8 @@ const char *kindName(Instruction::Kind kind) {
     return "forward";
   case Instruction::Backward:
     return "backward";
+  case Instruction::BackwardWeight:
+    return "weight-gradient pass";
   case Instruction::SendActivation:
     return "send of the activation";
   case Instruction::RecvActivation:
@@ -98,7 +120,13 @@ std::optional<ScheduleKind> parseScheduleKind(const std::string &name) {
     return ScheduleKind::OneFOneB;
   if (name == "interleaved")
     return ScheduleKind::Interleaved;
+  if (name == "zb-h1")
+    return ScheduleKind::ZeroBubbleH1;
   return std::nullopt;
+}
+
+bool splitsBackward(ScheduleKind kind) {
+  return kind == ScheduleKind::ZeroBubbleH1;
 }
 
 const char *scheduleName(ScheduleKind kind) {
@@ -109,6 +137,8 @@ const char *scheduleName(ScheduleKind kind) {
     return "1f1b";
   case ScheduleKind::Interleaved:
     return "interleaved";
+  case ScheduleKind::ZeroBubbleH1:
+    return "zb-h1";
   }
   return "?";
 }
@@ -148,7 +178,10 @@ std::optional<Schedule> buildSchedule(ScheduleKind kind, int64_t stages,
     for (const ComputeOp &op : computeOrder(kind, p, m, v, rank)) {
       int64_t stage = op.chunk * p + rank;
       int64_t previous = (stage + p - 1) % p, next = (stage + 1) % p;
-      if (op.forward) {
+      if (op.kind == Instruction::BackwardWeight) {
+        list.push_back(
+            {Instruction::BackwardWeight, op.microbatch, op.chunk, 0});
+      } else if (op.kind == Instruction::Forward) {
         if (stage > 0 && previous != rank)
           list.push_back({Instruction::RecvActivation, op.microbatch,
                           op.chunk, previous});
@@ -242,7 +275,8 @@ bool checkSchedule(const Schedule &schedule, std::string &error) {
 Timeline simulate(const Schedule &schedule) {
   int64_t p = schedule.stages, m = schedule.microbatches,
           v = schedule.virtualStages, stages = p * v;
-  constexpr int64_t kForward = 1, kBackward = 2;
+  bool split = splitsBackward(schedule.kind);
+  const int64_t kForward = 1, kBackward = split ? 1 : 2, kWeights = 1;
   // Finish times by [stage][micro-batch]; -1 while not run.
   std::vector<std::vector<int64_t>> forwardDone(
       stages, std::vector<int64_t>(m, -1));
@@ -262,12 +296,24 @@ Timeline simulate(const Schedule &schedule) {
       while (next[rank] < list.size()) {
         const Instruction &in = list[next[rank]];
         if (in.kind != Instruction::Forward &&
-            in.kind != Instruction::Backward) {
+            in.kind != Instruction::Backward &&
+            in.kind != Instruction::BackwardWeight) {
           ++next[rank];
           continue;
         }
         int64_t stage = in.chunk * p + rank;
         bool forward = in.kind == Instruction::Forward;
+        if (in.kind == Instruction::BackwardWeight) {
+          // After its own backward, which ran earlier on this rank.
+          int64_t start = free[rank];
+          busy[rank].push_back({start, start + kWeights});
+          kinds[rank].push_back('W');
+          free[rank] = start + kWeights;
+          --inFlight[rank];
+          ++next[rank];
+          progress = true;
+          continue;
+        }
         int64_t ready = 0;
         if (forward && stage > 0)
           ready = forwardDone[stage - 1][in.microbatch];
@@ -283,7 +329,7 @@ Timeline simulate(const Schedule &schedule) {
         busy[rank].push_back({start, end});
         kinds[rank].push_back(forward ? 'F' : 'B');
         free[rank] = end;
-        inFlight[rank] += forward ? 1 : -1;
+        inFlight[rank] += forward ? 1 : split ? 0 : -1;
         timeline.peakInFlight[rank] =
             std::max(timeline.peakInFlight[rank], inFlight[rank]);
         ++next[rank];
@@ -321,9 +367,13 @@ std::string drawSchedule(const Schedule &schedule) {
   for (int64_t rank = 0; rank < p; ++rank) {
     out << "rank " << rank << ":";
     for (const Instruction &in : schedule.ranks[rank]) {
-      if (in.kind != Instruction::Forward && in.kind != Instruction::Backward)
+      if (in.kind != Instruction::Forward && in.kind != Instruction::Backward &&
+          in.kind != Instruction::BackwardWeight)
         continue;
-      out << " " << (in.kind == Instruction::Forward ? 'F' : 'B')
+      out << " "
+          << (in.kind == Instruction::Forward    ? 'F'
+              : in.kind == Instruction::Backward ? 'B'
+                                                 : 'W')
           << in.microbatch;
       if (v > 1)
         out << "." << in.chunk;
@@ -331,14 +381,21 @@ std::string drawSchedule(const Schedule &schedule) {
     out << "\n";
   }
   Timeline timeline = simulate(schedule);
-  out << "timeline (F = 1 unit, B = 2, '.' idle):\n";
+  out << (splitsBackward(schedule.kind)
+              ? "timeline (F = 1 unit, B = 1, W = 1, '.' idle):\n"
+              : "timeline (F = 1 unit, B = 2, '.' idle):\n");
   for (int64_t rank = 0; rank < p; ++rank)
     out << "rank " << rank << ": " << timeline.rows[rank] << "\n";
   char line[160];
-  double formula = double(p - 1) / double(m * v + p - 1);
-  snprintf(line, sizeof(line),
-           "idle fraction: rank 0 %.3f; formula (p-1)/(v*m+p-1) = %.3f\n",
-           timeline.idleFraction[0], formula);
+  if (splitsBackward(schedule.kind))
+    snprintf(line, sizeof(line),
+             "idle fraction: rank 0 %.3f; formula (p-1)/(3m+p-1) = %.3f "
+             "(m >= p)\n",
+             timeline.idleFraction[0], double(p - 1) / double(3 * m + p - 1));
+  else
+    snprintf(line, sizeof(line),
+             "idle fraction: rank 0 %.3f; formula (p-1)/(v*m+p-1) = %.3f\n",
+             timeline.idleFraction[0], double(p - 1) / double(m * v + p - 1));
   out << line;
   out << "micro-batches in flight (peak):";
   for (int64_t rank = 0; rank < p; ++rank)

@@ -143,6 +143,12 @@ void stopWorld();
 /// Stops every rank at once, after this one has reported why.
 [[noreturn]] void abortWorld();
 
+/// Prints `line` (one line, no newline) on stderr and, under weft-run
+/// (WEFT_RUN_DIR), appends it to the run directory's rank<worldRank>.error:
+/// a launcher that tears the job down as a rank aborts can lose the rank's
+/// last output, and weft-run shows what it did not forward.
+void reportRankError(int worldRank, const std::string &line);
+
 /// The communicator of a program that runs as one rank: every collective
 /// is the identity (a copy where send and receive buffers differ).
 std::unique_ptr<Communicator> createSingleRankCommunicator();

@@ -366,7 +366,10 @@ def WeftOutlineMicrobatches
     Option<"function", "function", "std::string", /*default=*/"\"main\"",
            "The training step to outline">,
     Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
-           "none, selective or full">
+           "none, selective or full">,
+    Option<"splitBackward", "split-backward", "bool", /*default=*/"false",
+           "Split each backward into its input-gradient part and its "
+           "weight-gradient part (zero-bubble schedules)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
@@ -451,7 +454,7 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
     Option<"rank", "rank", "int64_t", /*default=*/"0",
            "The pp coordinate to keep">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b or interleaved">,
+           "gpipe, 1f1b, interleaved or zb-h1">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Micro-batches per step">,
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",

@@ -5,9 +5,10 @@
 // backward pass of one micro-batch on one model chunk, the sends and
 // receives of activations and their gradients between neighbouring stages,
 // and the optimizer step. This file builds those lists for the GPipe, 1F1B
-// (PipeDream-flush) and interleaved (Megatron-LM, v model chunks per rank)
-// schedules, proves that every receive meets its send in order, and
-// simulates the timeline.
+// (PipeDream-flush), interleaved (Megatron-LM, v model chunks per rank)
+// and ZB-H1 (zero-bubble, the backward split into its input-gradient and
+// weight-gradient passes) schedules, proves that every receive meets its
+// send in order, and simulates the timeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,16 +22,20 @@
 
 namespace weft::pipeline {
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 
-/// "gpipe", "1f1b" or "interleaved".
+/// "gpipe", "1f1b", "interleaved" or "zb-h1".
 std::optional<ScheduleKind> parseScheduleKind(const std::string &name);
 const char *scheduleName(ScheduleKind kind);
 
 struct Instruction {
   enum Kind {
     Forward,
+    /// The whole backward pass, or under ZB-H1 its input-gradient part
+    /// (what the previous stage waits for).
     Backward,
+    /// ZB-H1: the weight-gradient part of a backward pass, run later.
+    BackwardWeight,
     SendActivation,
     RecvActivation,
     SendGradient,
@@ -67,20 +72,25 @@ std::optional<Schedule> buildSchedule(ScheduleKind kind, int64_t stages,
 /// instruction that would block forever or receive the wrong message.
 bool checkSchedule(const Schedule &schedule, std::string &error);
 
-/// The timeline with forward = 1 and backward = 2 time units and free
-/// communication: each rank's busy slots and its idle fraction.
+/// Whether the schedule splits each backward pass in two (ZB-H1).
+bool splitsBackward(ScheduleKind kind);
+
+/// The timeline with forward = 1 and backward = 2 time units (split: 1 for
+/// the input gradient, 1 for the weights) and free communication: each
+/// rank's busy slots and its idle fraction.
 struct Timeline {
   int64_t length = 0;
   std::vector<std::string> rows; // per rank, one character per time unit
   std::vector<double> idleFraction;
-  /// Most micro-batches a rank holds activations of at once.
+  /// Most micro-batches a rank holds activations of at once (from the
+  /// forward to the end of the backward, both parts).
   std::vector<int64_t> peakInFlight;
 };
 Timeline simulate(const Schedule &schedule);
 
 /// One line per rank: the instructions in order ("F3" forward of
-/// micro-batch 3, "B3", "F3.1" chunk 1 when interleaved, sends and receives
-/// as ">" and "<"), then the timeline and the idle fractions.
+/// micro-batch 3, "B3", "W3" its weight gradients under ZB-H1, "F3.1"
+/// chunk 1 when interleaved), then the timeline and the idle fractions.
 std::string drawSchedule(const Schedule &schedule);
 
 } // namespace weft::pipeline

@@ -18,13 +18,36 @@
 
 namespace weft {
 
-enum class StepPhase { Forward = 0, Backward = 1, Update = 2 };
+/// In the order they run: a backward's weight-gradient part (split off for
+/// zero-bubble schedules) after its input-gradient part.
+enum class StepPhase {
+  Forward = 0,
+  Backward = 1,
+  BackwardWeight = 2,
+  Update = 3
+};
 
-/// The phase `weft.phase` names ("forward", "backward", "update").
+/// The phase `weft.phase` names ("forward", "backward", "backward-weight",
+/// "update").
 inline StepPhase parseStepPhase(llvm::StringRef name) {
-  return name == "forward"    ? StepPhase::Forward
-         : name == "backward" ? StepPhase::Backward
-                              : StepPhase::Update;
+  return name == "forward"           ? StepPhase::Forward
+         : name == "backward"        ? StepPhase::Backward
+         : name == "backward-weight" ? StepPhase::BackwardWeight
+                                     : StepPhase::Update;
+}
+
+inline const char *stepPhaseName(StepPhase phase) {
+  switch (phase) {
+  case StepPhase::Forward:
+    return "forward";
+  case StepPhase::Backward:
+    return "backward";
+  case StepPhase::BackwardWeight:
+    return "backward-weight";
+  case StepPhase::Update:
+    return "update";
+  }
+  return "update";
 }
 
 /// A source: a constant, or a slice, a view or an op the partitioner added
