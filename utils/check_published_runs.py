@@ -3,11 +3,15 @@
 
 For every row of the CSV, weft-plan prices the published configuration
 (--fix with the row's dp, tp, pp, micro-batch size, schedule, recomputation
-and sequence parallelism) on a DGX A100 80 GB cluster of the row's size.
-The predicted step time is turned into TFLOP/s per GPU with the same
-formula the sources use (Narayanan et al. 2021, eq. 3), and compared with
-the published figure. Prints a markdown table and the median absolute
-error; exits 1 when that exceeds --max-median-error.
+and sequence parallelism; "?" for one the source does not state leaves it
+to the planner) on a cluster of the row's size: two optional trailing
+columns give the sequence length (default 2048) and the cluster preset
+(default dgx-a100-80g). A "tflops" row's predicted step time is turned
+into TFLOP/s per GPU with the formula its source uses (Narayanan et al.
+2021, eq. 3); a "step_s" row compares step times, an "mfu" row the
+planner's MFU (model FLOPs over the bf16 peak) with the published one.
+Prints a markdown table and the median absolute error; exits 1 when that
+exceeds --max-median-error.
 """
 import argparse
 import csv
@@ -37,18 +41,21 @@ def main():
     print("| source | params (B) | GPUs | tp | pp | dp | batch | mbs | "
           "strategy | published | Weft | error |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for (source, params, layers, hidden, heads, vocab, gpus, tp, pp, batch,
-         mbs, schedule, v, zero, recompute, sp, metric, published) in rows:
-        layers, hidden, heads, vocab, gpus, tp, pp, batch, mbs, v = map(
-            int, (layers, hidden, heads, vocab, gpus, tp, pp, batch, mbs, v))
-        seq = 2048
+    for row in rows:
+        (source, params, layers, hidden, heads, vocab, gpus, tp, pp, batch,
+         mbs, schedule, v, zero, recompute, sp, metric, published) = row[:18]
+        seq, cluster = (row[18:] + ["2048", "dgx-a100-80g"][len(row) - 18:])[:2]
+        layers, hidden, heads, vocab, gpus, tp, pp, batch, seq = map(
+            int, (layers, hidden, heads, vocab, gpus, tp, pp, batch, seq))
         dp = gpus // (tp * pp)
-        fix = (f"dp={dp},tp={tp},pp={pp},mbs={mbs},schedule={schedule},"
-               f"v={v},zero={zero},recompute={recompute},sp={sp}")
+        pinned = {"mbs": mbs, "schedule": schedule, "v": v, "zero": zero,
+                  "recompute": recompute, "sp": sp}
+        fix = f"dp={dp},tp={tp},pp={pp}" + "".join(
+            f",{key}={value}" for key, value in pinned.items() if value != "?")
         command = [args.weft_plan,
                    f"--synthetic=gpt:layers={layers},hidden={hidden},"
                    f"heads={heads},vocab={vocab},seq={seq}",
-                   "--cluster=dgx-a100-80g", f"--nodes={gpus // 8}",
+                   f"--cluster={cluster}", f"--nodes={gpus // 8}",
                    f"--global-batch={batch}", f"--fix={fix}", "--json",
                    "--top=1"]
         result = subprocess.run(command, capture_output=True, text=True)
@@ -64,6 +71,10 @@ def main():
                          (gpus * plan["step_time"]) / 1e12)
             error = 100 * (predicted - published) / published
             shown = f"{published:g} TFLOP/s | {predicted:.1f} TFLOP/s"
+        elif metric == "mfu":
+            predicted = 100 * plan["mfu"]
+            error = 100 * (predicted - published) / published
+            shown = f"MFU {published:g}% | {predicted:.1f}%"
         else:
             # The error of the throughput, as for the TFLOP/s rows.
             predicted = plan["step_time"]
@@ -71,9 +82,12 @@ def main():
             shown = f"{published:g} s | {predicted:.2f} s"
         errors.append(abs(error))
         note = "" if plan["fits"] else " (predicted out of memory)"
-        strategy = (f"{schedule}{',v=' + str(v) if int(v) > 1 else ''}, "
-                    f"recompute={recompute}{', sp' if sp == '1' else ''}"
-                    f"{', zero=' + zero if zero != '0' else ''}")
+        if schedule == "?":
+            strategy = f"planner's: {plan['plan'].split(',', 3)[3]}"
+        else:
+            strategy = (f"{schedule}{',v=' + v if v not in ('?', '1') else ''}, "
+                        f"recompute={recompute}{', sp' if sp == '1' else ''}"
+                        f"{', zero=' + zero if zero not in ('?', '0') else ''}")
         print(f"| {source} | {params} | {gpus} | {tp} | {pp} | {dp} | "
               f"{batch} | {mbs} | {strategy} | {shown}{note} | "
               f"{error:+.1f}% |")

@@ -56,6 +56,7 @@ std::optional<Cluster> Cluster::preset(const std::string &name, int64_t nodes) {
     cluster.nicBandwidth = 25 * giga;         // HDR 200 Gb/s
   } else if (name == "dgx-h100" || name == "h200") {
     bool h200 = name == "h200";
+    cluster.fusedAttention = true;
     cluster.gpu = {h200 ? "H200-SXM" : "H100-SXM",
                    989 * tera,
                    989 * tera,
@@ -275,6 +276,7 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   cluster.railOptimized = inter->getBoolean("rail_optimized").value_or(false);
   cluster.overlapGradientReduction =
       root->getBoolean("overlap_gradient_reduction").value_or(true);
+  cluster.fusedAttention = root->getBoolean("fused_attention").value_or(false);
   double cores = 0, threads = 1;
   number(*root, "cores_per_node", "", cores, false);
   number(*root, "threads_per_rank", "", threads, false);

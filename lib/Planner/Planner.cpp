@@ -191,7 +191,9 @@ struct Pricer {
         setup.mixedPrecision ? cluster.gpu.peakBf16 : cluster.gpu.peakFp32;
     double seconds = cluster.gpu.opOverhead * double(work.ops.size());
     for (const OpWork &op : work.ops) {
-      double bytes = op.elements * scale * elementBytes;
+      double elements =
+          op.elements - (cluster.fusedAttention ? op.scoreElements : 0);
+      double bytes = elements * scale * elementBytes;
       // An op larger than the cache streams all of it from memory.
       double cached = bytes <= rankCache() ? hit : 0;
       double secondsPerByte = (1 - cached) / cluster.gpu.memoryBandwidth;

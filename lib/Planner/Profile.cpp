@@ -76,23 +76,56 @@ bool isFusible(Operation *op) {
 /// (elementwise work is memory-bound: its FLOPs never decide its time).
 /// An elementwise op reads what another elementwise op made from registers,
 /// and writes its result only for a user that is not elementwise.
-OpWork workOf(Operation *op) {
+/// The (query length, key length) pairs of a function's attentions: the
+/// last two dims of their score tensors.
+using ScoreShapes = llvm::SmallVector<std::pair<int64_t, int64_t>, 2>;
+ScoreShapes scoreShapesOf(Operation *root) {
+  ScoreShapes shapes;
+  root->walk([&](AttentionOp attention) {
+    ArrayRef<int64_t> query =
+        cast<ShapedType>(attention.getQuery().getType()).getShape();
+    ArrayRef<int64_t> key =
+        cast<ShapedType>(attention.getKey().getType()).getShape();
+    std::pair<int64_t, int64_t> shape{query[query.size() - 2],
+                                      key[key.size() - 2]};
+    if (!llvm::is_contained(shapes, shape))
+      shapes.push_back(shape);
+  });
+  return shapes;
+}
+
+bool isScoreTensor(Type type, const ScoreShapes &scores) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasRank() || shaped.getRank() < 2)
+    return false;
+  ArrayRef<int64_t> dims = shaped.getShape();
+  return llvm::is_contained(scores,
+                            std::make_pair(dims[dims.size() - 2], dims.back()));
+}
+
+OpWork workOf(Operation *op, const ScoreShapes &scores) {
   OpWork work;
   if (int64_t flops = contractionFlops(op)) {
     work.flops = double(flops);
     work.contraction = true;
   }
   bool fusible = isFusible(op);
+  auto count = [&](Value v) {
+    double elements = elementsOf(v.getType());
+    work.elements += elements;
+    if (isScoreTensor(v.getType(), scores))
+      work.scoreElements += elements;
+  };
   for (Value v : op->getOperands())
     if (!fusible || !isFusible(v.getDefiningOp()))
-      work.elements += elementsOf(v.getType());
+      count(v);
   for (Value v : op->getResults()) {
     if (!work.contraction)
       work.flops += elementsOf(v.getType());
     if (!fusible || llvm::any_of(v.getUsers(), [](Operation *user) {
           return !isFusible(user);
         }))
-      work.elements += elementsOf(v.getType());
+      count(v);
   }
   return work;
 }
@@ -112,6 +145,7 @@ struct Reader {
     bool seenLayerForward = false, seenLayerBackward = false;
     std::optional<std::string> firstLayer;
     Work layerForward, layerBackward, layerAttention;
+    ScoreShapes scores = scoreShapesOf(step);
     step.walk([&](Operation *op) {
       if (auto tag = op->getAttrOfType<StringAttr>("weft.phase"))
         phase = tag.getValue().str();
@@ -157,9 +191,9 @@ struct Reader {
         into->collectives.push_back(*collective);
         return;
       }
-      into->ops.push_back(workOf(op));
+      into->ops.push_back(workOf(op, scores));
       if (into == &layerForward && isa<AttentionOp>(op))
-        layerAttention.ops.push_back(workOf(op));
+        layerAttention.ops.push_back(workOf(op, scores));
     });
     double perLayer = layerNames.empty() ? 0 : 1.0 / layerNames.size();
     profile.layerForward = std::move(layerForward);

@@ -103,13 +103,19 @@ class PmiServer:
                              daemon=True).start()
 
     def serve(self, connection):
-        stream = connection.makefile("rw")
+        # Replies go out through the socket itself, under a lock of the
+        # connection's: report_death writes to a watcher from another
+        # thread while this one reads, which one buffered text stream
+        # shared by both threads cannot be trusted with (a death notice
+        # was lost that way under load).
+        stream = connection.makefile("r")
+        writing = threading.Lock()
         pmi_rank = watch_rank = None
         finalized = False
 
         def send(line):
-            stream.write(line + "\n")
-            stream.flush()
+            with writing:
+                connection.sendall((line + "\n").encode())
 
         try:
             for line in stream:
@@ -118,7 +124,7 @@ class PmiServer:
                 if command == "weft_watch":
                     watch_rank = int(fields["rank"])
                     with self.condition:
-                        self.watchers.append(stream)
+                        self.watchers.append(send)
                         if self.dead is not None:
                             send(f"cmd=weft_dead rank={self.dead}")
                 elif command == "weft_exit":
@@ -188,10 +194,9 @@ class PmiServer:
                 return
             self.dead = rank
             self.condition.notify_all()
-            for watcher in self.watchers:
+            for send in self.watchers:
                 try:
-                    watcher.write(f"cmd=weft_dead rank={rank}\n")
-                    watcher.flush()
+                    send(f"cmd=weft_dead rank={rank}")
                 except OSError:
                     pass
 

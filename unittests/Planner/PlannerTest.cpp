@@ -225,6 +225,29 @@ TEST(Predict, ElementwiseEfficiencyDividesOnlyElementwiseTime) {
   EXPECT_NEAR(atQuarter, 3 * atHalf, 1e-9 * atQuarter);
 }
 
+TEST(Predict, FusedAttentionKeepsScoresOffMemory) {
+  // A memory-bound op whose elements are all attention scores: with fused
+  // attention it moves no bytes, so the step costs what it costs without
+  // the op; a cluster without fused attention pays for them.
+  ModelProfile model = handModel(4);
+  ModelProfile withScores = model;
+  for (TensorParallelProfile &p : withScores.tensorParallel)
+    p.layerForward.ops.push_back({0, kLayerElements, false, kLayerElements});
+  TrainingSetup setup{8, true};
+  std::string error;
+  auto compute = [&](const ModelProfile &m, bool fused) {
+    Cluster cluster = a100(1);
+    cluster.fusedAttention = fused;
+    std::optional<Prediction> p =
+        predict(m, cluster, setup, Plan{8, 1, 1, 1, 1}, error);
+    EXPECT_TRUE(p) << error;
+    return p ? p->time.compute : 0.0;
+  };
+  EXPECT_GT(compute(withScores, false), compute(model, false));
+  EXPECT_NEAR(compute(withScores, true), compute(model, true),
+              1e-9 * compute(model, true));
+}
+
 TEST(Predict, ElementwiseBytesComeFromTheCacheByFootprint) {
   // One memory-bound op per layer forward. Its bytes come from the cache
   // in the share the cache holds of what a micro-batch's layers keep for

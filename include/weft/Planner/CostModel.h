@@ -87,6 +87,11 @@ struct Cluster {
   /// running `threadsPerRank` threads.
   int64_t coresPerNode = 0;
   int64_t threadsPerRank = 1;
+  /// Whether attention runs as fused kernels forward and backward
+  /// (FlashAttention, cuDNN or Transformer Engine's): score tensors never
+  /// reach HBM. The published A100 runs the model was checked on predate
+  /// them; the Hopper presets have them.
+  bool fusedAttention = false;
   /// The latency of one send between pipeline stages when it differs from
   /// a collective step's (0: the link's).
   double sendLatency = 0;

@@ -28,6 +28,10 @@ struct OpWork {
   double flops = 0;
   double elements = 0; // read and written
   bool contraction = false;
+  /// Of `elements`, those of attention score tensors ([..., s, t], the
+  /// query and key lengths of an attention): a fused attention kernel
+  /// keeps them on chip (Cluster::fusedAttention).
+  double scoreElements = 0;
 };
 
 struct CollectiveWork {
