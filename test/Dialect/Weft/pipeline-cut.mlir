@@ -1,6 +1,8 @@
 // RUN: weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-outline-microbatches="function=train_step" -weft-pipeline-cut="function=train_step rank=0 schedule=1f1b microbatches=2" | FileCheck %s --check-prefix=RANK0
 // RUN: weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-outline-microbatches="function=train_step" -weft-pipeline-cut="function=train_step rank=1 schedule=1f1b microbatches=2" | FileCheck %s --check-prefix=RANK1
 // RUN: weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-outline-microbatches="function=train_step" -weft-pipeline-cut="function=train_step rank=1 schedule=gpipe microbatches=2" | FileCheck %s --check-prefix=GPIPE
+// RUN: weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-outline-microbatches="function=train_step split-backward=true" -weft-pipeline-cut="function=train_step rank=1 schedule=zb-h1 microbatches=2" | FileCheck %s --check-prefix=ZB
+// RUN: not weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true optimizer=sgd weight-decay=0" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2 boundaries=1" -weft-outline-microbatches="function=train_step split-backward=true" -weft-pipeline-cut="function=train_step rank=1 schedule=1f1b microbatches=2" 2>&1 | FileCheck %s --check-prefix=WHOLE
 // RUN: not weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true" -weft-shard-presets="mesh=pp=2" -weft-outline-microbatches="function=train_step" -weft-pipeline-cut="function=train_step microbatches=2" 2>&1 | FileCheck %s --check-prefix=UNSPLIT
 // RUN: not weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true" -weft-shard-presets="mesh=dp=2" -weft-split-stages="stages=2" -weft-outline-microbatches="function=train_step" -weft-pipeline-cut="function=train_step microbatches=2" 2>&1 | FileCheck %s --check-prefix=NOPP
 // RUN: not weft-opt %s -weft-derive-train-step="micro-batches=2 mark-phases=true" -weft-shard-presets="mesh=pp=2" -weft-split-stages="stages=2" -weft-outline-microbatches="function=train_step" -weft-pipeline-cut="function=train_step rank=2 microbatches=2" 2>&1 | FileCheck %s --check-prefix=RANK
@@ -91,3 +93,15 @@ func.func @main(%ids: tensor<2x4xi64> {weft.input = "input_ids"},
   %logits = weft.matmul %h1, %t : tensor<2x4x8xf32>, tensor<8x16xf32> loc("/head/MatMul")
   return %logits : tensor<2x4x16xf32>
 }
+
+// ZB-H1, rank 1 with the backward split: its list F0 B0 F1 B1 W0 W1 is
+// the case table (0 forward, 1 input gradient, 2 weight gradients), and
+// the switch has a case for the weight pass.
+// ZB-LABEL: func.func @train_step
+// ZB: arith.constant dense<[0, 1, 0, 1, 2, 2]> : tensor<6xi64>
+// ZB: arith.constant dense<[0, 0, 1, 1, 0, 1]> : tensor<6xi64>
+// ZB: scf.index_switch {{.*}} {weft.case_runs = array<i64: 2, 2, 2>}
+// ZB: case 2 {
+// ZB: func.call @train_step_stage1_weights
+// A schedule of whole backward passes cannot run a split one.
+// WHOLE: error: weft-pipeline-cut: the 1f1b schedule runs whole backward passes, and stage 1's is split
