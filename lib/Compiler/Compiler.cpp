@@ -191,8 +191,9 @@ describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
     };
     report.kind = op->getName().stripDialect().str();
     report.bytesIn = bytesOf(input);
-    // A pipeline message moves whole between two ranks.
-    bool pointToPoint = report.kind == "send" || report.kind == "recv";
+    // A pipeline message, or a ring's shift, moves whole between two ranks.
+    bool pointToPoint = report.kind == "send" || report.kind == "recv" ||
+                        report.kind == "shift";
     report.bytesMovedPerRank =
         pointToPoint                  ? bytesOf(input)
         : report.kind == "all_reduce" ? 2 * bytesOf(input) * (parts - 1) / parts
@@ -431,12 +432,17 @@ LogicalResult Compilation::choosePlan() {
   };
   axis("pp", plan.pp);
   axis("dp", plan.dp);
+  axis("cp", plan.cp);
   axis("tp", plan.tp);
   o.parallel.clear();
   if (plan.dp > 1)
     o.parallel.push_back("dp");
   if (plan.tp > 1)
     o.parallel.push_back("megatron");
+  if (plan.cp > 1) {
+    o.parallel.push_back("cp");
+    o.cpAttention = weft::planner::contextAttentionName(plan.cpAttention);
+  }
   o.sequenceParallel = plan.sequenceParallel;
   o.zero = unsigned(plan.zero);
   if (plan.dp > 1 && plan.gradSync)
@@ -567,6 +573,7 @@ void Compilation::buildPassManagers() {
     training.clipNorm = o.clipNorm;
     training.microBatches = o.gradAccum;
     training.computeType = o.precision;
+    training.fusedAttentionBackward = llvm::is_contained(o.parallel, "cp");
     if (pipelineStages) {
       training.microBatches = o.microbatches;
       training.markPhases = true;
@@ -582,6 +589,7 @@ void Compilation::buildPassManagers() {
     spmd.parallel = o.parallel;
     spmd.sequenceParallel = o.sequenceParallel;
     spmd.zero = o.zero;
+    spmd.contextAttention = o.cpAttention;
     spmd.padUneven = o.padUneven;
     spmd.localReplicas = o.dpSyncEvery > 1;
     spmd.bucketMb = outlined() ? 0.0 : o.bucketMb;

@@ -32,6 +32,10 @@ static const char *recomputeName(Recompute r) {
                                      : "full";
 }
 
+const char *contextAttentionName(ContextAttention attention) {
+  return attention == ContextAttention::Ring ? "ring" : "all-to-all";
+}
+
 std::string Plan::str() const {
   return formatv("dp={0},tp={1},pp={2},mbs={3},m={4},schedule={5},v={6},"
                  "zero={7},recompute={8},sp={9}",
@@ -43,7 +47,10 @@ std::string Plan::str() const {
               ? std::string(",sync=") + runtime::gradSyncName(*gradSync)
               : std::string()) +
          (dpSyncEvery > 1 ? ",dp_sync=" + std::to_string(dpSyncEvery)
-                          : std::string());
+                          : std::string()) +
+         (cp > 1 ? ",cp=" + std::to_string(cp) +
+                       ",cp_attention=" + contextAttentionName(cpAttention)
+                 : std::string());
 }
 
 std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
@@ -115,6 +122,18 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
       c.sequenceParallel = value == "1";
     } else if (key == "dp_sync") {
       ok = integer(c.dpSyncEvery, 1);
+    } else if (key == "cp") {
+      ok = integer(c.cp, 1);
+    } else if (key == "cp_attention") {
+      if (value == "ring")
+        c.cpAttention = ContextAttention::Ring;
+      else if (value == "all-to-all")
+        c.cpAttention = ContextAttention::AllToAll;
+      else {
+        error = "'cp_attention' must be ring or all-to-all, not '" +
+                value.str() + "'";
+        ok = false;
+      }
     } else if (key == "sync") {
       c.gradSync = runtime::parseGradSync(value.str());
       if (!c.gradSync) {
@@ -126,7 +145,7 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
     } else {
       error = "unknown key '" + key.str() +
               "' (dp, tp, pp, mbs, m, schedule, v, zero, recompute, sp, sync, "
-              "dp_sync)";
+              "dp_sync, cp, cp_attention)";
       ok = false;
     }
     if (!ok)
@@ -259,9 +278,25 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
                                                 const Plan &plan,
                                                 std::string &error) {
   const int64_t gpus = cluster.gpus();
-  if (plan.dp * plan.tp * plan.pp != gpus) {
-    error = formatv("dp·tp·pp = {0}·{1}·{2} is not the cluster's {3} GPUs",
-                    plan.dp, plan.tp, plan.pp, gpus);
+  if (plan.dp * plan.tp * plan.pp * plan.cp != gpus) {
+    error = formatv("dp·tp·pp·cp = {0}·{1}·{2}·{3} is not the cluster's {4} "
+                    "GPUs",
+                    plan.dp, plan.tp, plan.pp, plan.cp, gpus);
+    return std::nullopt;
+  }
+  if (plan.cp > 1 && model.seq % plan.cp != 0) {
+    error = formatv("cp={0} does not divide the sequence of {1}", plan.cp,
+                    model.seq);
+    return std::nullopt;
+  }
+  const bool ring = plan.cpAttention == ContextAttention::Ring;
+  if (plan.cp > 1 && !ring &&
+      (model.heads % (plan.tp * plan.cp) != 0 ||
+       model.kvHeads % (plan.tp * plan.cp) != 0)) {
+    error = formatv("all-to-all context parallelism splits the heads over "
+                    "tp·cp = {0}·{1}: {2} query and {3} key/value heads do "
+                    "not divide",
+                    plan.tp, plan.cp, model.heads, model.kvHeads);
     return std::nullopt;
   }
   if (setup.globalBatch % (plan.dp * plan.microbatchSize) != 0 ||
@@ -303,7 +338,11 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
 
   const Efficiency &efficiency = cluster.efficiency;
   Pricer price{cluster, setup, efficiency};
-  const double scale = double(plan.microbatchSize) / model.batch;
+  // Each cp rank holds a 1/cp share of every micro-batch's tokens: its
+  // work (attention's too: its queries against every key) and activations
+  // scale with them.
+  const double scale = double(plan.microbatchSize) / model.batch / plan.cp;
+  const int64_t seqPerRank = model.seq / plan.cp;
   const double act = price.activationBytes();
   const Link tpLink = price.tensorParallelLink(plan.tp);
   auto tpTime = [&](const Work &w) {
@@ -316,7 +355,7 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
     layerTpBackward += layerTpForward;
   const int64_t layersPerStage = (model.layers + plan.pp - 1) / plan.pp;
   const double activationPerLayer =
-      activationBytesPerLayer(model.seq, plan.microbatchSize, model.hidden,
+      activationBytesPerLayer(seqPerRank, plan.microbatchSize, model.hidden,
                               model.heads, plan.tp, plan.sequenceParallel,
                               plan.recompute) *
       (setup.mixedPrecision ? 1 : 2);
@@ -327,7 +366,7 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
                                  plan.virtualStages);
   // Cross-entropy keeps f32 logits, split over tp (Korthikanti: 4sbv/t).
   const double logits =
-      4.0 * model.seq * plan.microbatchSize * model.vocab / plan.tp;
+      4.0 * seqPerRank * plan.microbatchSize * model.vocab / plan.tp;
   StateBytes bytes =
       setup.mixedPrecision ? StateBytes{2, 4, 12} : StateBytes{4, 4, 8};
 
@@ -384,11 +423,11 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   prediction.memoryCapacity = cluster.gpu.memoryBytes * efficiency.usableMemory;
   const int64_t m = plan.microbatches;
   const int64_t v = plan.virtualStages;
-  const Link ppLink = plan.tp * plan.dp < cluster.gpusPerNode
+  const Link ppLink = plan.tp * plan.cp * plan.dp < cluster.gpusPerNode
                           ? cluster.intraNode
                           : cluster.interNode();
-  const double boundary = plan.microbatchSize * model.seq * model.hidden * act /
-                          (plan.sequenceParallel ? plan.tp : 1);
+  const double boundary = plan.microbatchSize * seqPerRank * model.hidden *
+                          act / (plan.sequenceParallel ? plan.tp : 1);
   Link sendLink = ppLink;
   if (cluster.sendLatency > 0)
     sendLink.latency = cluster.sendLatency;
@@ -397,15 +436,61 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
                    : 2 * v *
                          collectiveTime(Collective::SendRecv, Algorithm::Ring,
                                         boundary, 2, sendLink);
+  // Context parallelism's messages, per layer and micro-batch. The ring
+  // shifts key/value chunks: cp - 1 of each in the forward; in the
+  // backward the keys turn once more (the log-sum-exp), then values and
+  // the key and value gradients, which take one more step home. Ulysses
+  // moves q, k, v and the output to heads and back, and in the backward
+  // the output's gradient in and q, k and v's gradients out. On GPUs the
+  // ring's shifts overlap the blocks' attention (as TransformerEngine's
+  // does); Weft's CPU runtime waits for them.
+  double contextPerLayer = 0, contextHidden = 0;
+  if (plan.cp > 1) {
+    const Link cpLink = plan.tp * plan.cp <= cluster.gpusPerNode
+                            ? cluster.intraNode
+                            : cluster.interNode();
+    const double tokens = double(plan.microbatchSize) * seqPerRank;
+    const double headDim = double(model.hidden) / model.heads;
+    const double queryBytes = tokens * model.hidden / plan.tp * act;
+    const double kvBytes = tokens * headDim * model.kvHeads / plan.tp * act;
+    double forward, backward;
+    if (ring) {
+      double shift = collectiveTime(Collective::SendRecv, Algorithm::Ring,
+                                    kvBytes, 2, cpLink);
+      forward = 2.0 * (plan.cp - 1) * shift;
+      backward = (4.0 * (plan.cp - 1) + 2) * shift;
+    } else {
+      auto allToAll = [&](double bytes) {
+        return collectiveTime(Collective::AllToAll, Algorithm::Ring, bytes,
+                              plan.cp, cpLink);
+      };
+      forward = 2 * allToAll(queryBytes) + 2 * allToAll(kvBytes);
+      backward = 2 * allToAll(queryBytes) + 2 * allToAll(kvBytes);
+    }
+    contextPerLayer = forward + backward;
+    if (plan.recompute == Recompute::Full)
+      contextPerLayer += forward;
+    if (ring && !cluster.cpuRanks())
+      contextHidden = 3 * price.compute(profile->layerAttention, scale, act, 0,
+                                        efficiency.elementwise);
+  }
+  const double contextPerMicrobatch =
+      layersPerStage * std::max(0.0, contextPerLayer - contextHidden);
+
   // The gradient sync: the one given, else the fastest over the stages
   // (the library's unless another is faster), priced for each. Ranks on
   // CPUs keep the library's unless told: weft-calibrate measured MPI's
   // all-reduce, not the runtime's algorithms, which wait on messages as
   // pipeline receives do.
+  // The weight gradients are partial sums over dp and cp: without ZeRO one
+  // all-reduce over both (cp ranks tp apart, dp ranks tp·cp apart). The
+  // runtime's own algorithms sum over dp alone, so with cp the library's
+  // all-reduce runs.
   runtime::GradSync sync = plan.gradSync.value_or(runtime::GradSync::Library);
-  bool chooseSync = !plan.gradSync && !cluster.cpuRanks();
+  bool chooseSync = !plan.gradSync && !cluster.cpuRanks() && plan.cp == 1;
   bool localSteps = plan.dpSyncEvery > 1;
-  if (plan.dp > 1 && plan.zero == 0 && !localSteps) {
+  const int64_t dpStride = plan.tp * plan.cp;
+  if (plan.dp > 1 && plan.zero == 0 && !localSteps && plan.cp == 1) {
     double best = 0;
     for (int mode = 0; mode <= int(runtime::GradSync::Hierarchical); ++mode) {
       double seconds = 0;
@@ -423,10 +508,12 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   prediction.plan.gradSync = sync;
   for (const Stage &s : stages) {
     TimeBreakdown t;
-    double perMicrobatch = s.compute + s.tensorParallel + sendsPerMicrobatch;
+    double perMicrobatch = s.compute + s.tensorParallel + sendsPerMicrobatch +
+                           contextPerMicrobatch;
     t.compute = m * s.compute;
     t.tensorParallel = m * s.tensorParallel;
     t.pipelineSends = m * sendsPerMicrobatch;
+    t.contextParallel = m * contextPerMicrobatch;
     // ZB-H1 fills all but one pass of each of 1F1B's p-1 slots with
     // deferred weight-gradient passes (forward, input gradient and weight
     // gradient a third of a micro-batch each).
@@ -438,7 +525,12 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
     double reduce =
         plan.zero >= 1
             ? price.dataParallel(Collective::ReduceScatter, gradientBytes,
-                                 plan.dp, plan.tp)
+                                 plan.dp, dpStride) +
+                  price.dataParallel(Collective::AllReduce,
+                                     gradientBytes / plan.dp, plan.cp, plan.tp)
+        : plan.cp > 1
+            ? price.dataParallel(Collective::AllReduce, gradientBytes,
+                                 plan.dp * plan.cp, plan.tp)
             : price.gradientSync(sync, gradientBytes, plan.dp, plan.tp);
     double hidden = cluster.overlapGradientReduction ? s.backward : 0;
     t.dataParallel = std::max(0.0, reduce - hidden);
@@ -448,15 +540,18 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
       t.dataParallel =
           price.dataParallel(Collective::AllReduce,
                              s.parameters * (bytes.weights + bytes.optimizer),
-                             plan.dp, plan.tp) /
-          double(plan.dpSyncEvery);
+                             plan.dp, dpStride) /
+              double(plan.dpSyncEvery) +
+          std::max(0.0, price.dataParallel(Collective::AllReduce, gradientBytes,
+                                           plan.cp, plan.tp) -
+                            hidden);
     if (plan.zero >= 1)
       t.dataParallel += price.dataParallel(Collective::AllGather, weightBytes,
-                                           plan.dp, plan.tp);
+                                           plan.dp, dpStride);
     if (plan.zero == 3)
       t.zeroGathers = 2.0 * m *
                       price.dataParallel(Collective::AllGather, weightBytes,
-                                         plan.dp, plan.tp);
+                                         plan.dp, dpStride);
     // The update streams f32 state: price the profiled optimizer per
     // parameter it updates.
     double updated = s.parameters / (plan.zero >= 1 ? plan.dp : 1);
@@ -545,6 +640,10 @@ std::optional<Prediction> predict(const ModelProfile &model,
   return predictOnLinks(model, shared, setup, plan, error);
 }
 
+/// Context parallelism past this degree is searched only when pinned
+/// (Megatron runs use 2 to 16).
+constexpr int64_t kLargestSearchedCp = 16;
+
 static llvm::SmallVector<int64_t> divisorsOf(int64_t n) {
   llvm::SmallVector<int64_t> out;
   for (int64_t d = 1; d <= n; ++d)
@@ -563,83 +662,104 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
   };
   bool anyDegrees = false, anyBatch = false;
   std::string firstError;
+  // The runtime's own gradient-sync algorithms sum over dp alone.
+  const bool cpAllowed = !constraints.gradSync ||
+                         *constraints.gradSync == runtime::GradSync::Library;
   for (int64_t tp : divisorsOf(gpus)) {
     if (!allowed(constraints.tp, tp))
       continue;
-    for (int64_t pp : divisorsOf(gpus / tp)) {
-      int64_t dp = gpus / tp / pp;
-      if (!allowed(constraints.pp, pp) || !allowed(constraints.dp, dp) ||
-          pp > model.layers || !model.find(tp, false))
+    for (int64_t cp : divisorsOf(gpus / tp)) {
+      if (!allowed(constraints.cp, cp) ||
+          (cp > 1 && (!cpAllowed || model.seq % cp != 0 ||
+                      (!constraints.cp && cp > kLargestSearchedCp))))
         continue;
-      anyDegrees = true;
-      if (setup.globalBatch % dp != 0)
-        continue;
-      anyBatch = true;
-      for (int64_t mbs : divisorsOf(setup.globalBatch / dp)) {
-        if (!allowed(constraints.microbatchSize, mbs) ||
-            (!constraints.microbatchSize && mbs > 16))
+      llvm::SmallVector<ContextAttention, 2> attentions;
+      for (ContextAttention attention :
+           {ContextAttention::Ring, ContextAttention::AllToAll})
+        if ((cp > 1 || attention == ContextAttention::Ring) &&
+            (!constraints.cpAttention || cp == 1 ||
+             *constraints.cpAttention == attention))
+          attentions.push_back(attention);
+      for (int64_t pp : divisorsOf(gpus / tp / cp)) {
+        int64_t dp = gpus / tp / cp / pp;
+        if (!allowed(constraints.pp, pp) || !allowed(constraints.dp, dp) ||
+            pp > model.layers || !model.find(tp, false))
           continue;
-        int64_t m = setup.globalBatch / dp / mbs;
-        if (!allowed(constraints.microbatches, m))
+        anyDegrees = true;
+        if (setup.globalBatch % dp != 0)
           continue;
-        llvm::SmallVector<std::pair<ScheduleKind, int64_t>> schedules;
-        if (pp == 1) {
-          schedules.push_back({ScheduleKind::OneFOneB, 1});
-        } else {
-          schedules.push_back({ScheduleKind::GPipe, 1});
-          schedules.push_back({ScheduleKind::OneFOneB, 1});
-          schedules.push_back({ScheduleKind::ZeroBubbleH1, 1});
-          for (int64_t v : {2, 3, 4, 6, 8})
-            if (m % pp == 0 && pp * v <= model.layers &&
-                model.layers % (pp * v) == 0)
-              schedules.push_back({ScheduleKind::Interleaved, v});
-        }
-        for (auto [kind, v] : schedules) {
-          if ((constraints.schedule && *constraints.schedule != kind) ||
-              !allowed(constraints.virtualStages, v))
+        anyBatch = true;
+        for (int64_t mbs : divisorsOf(setup.globalBatch / dp)) {
+          if (!allowed(constraints.microbatchSize, mbs) ||
+              (!constraints.microbatchSize && mbs > 16))
             continue;
-          for (int zero = 0; zero <= 3; ++zero) {
-            // ZeRO reduce-scatters: no all-reduce for a sync to run.
-            bool syncFixed =
-                (constraints.gradSync &&
-                 *constraints.gradSync != runtime::GradSync::Library) ||
-                constraints.dpSyncEvery.value_or(1) > 1;
-            if ((zero > 0 && (dp == 1 || syncFixed)) ||
-                !allowed(constraints.zero, zero))
+          int64_t m = setup.globalBatch / dp / mbs;
+          if (!allowed(constraints.microbatches, m))
+            continue;
+          llvm::SmallVector<std::pair<ScheduleKind, int64_t>> schedules;
+          if (pp == 1) {
+            schedules.push_back({ScheduleKind::OneFOneB, 1});
+          } else {
+            schedules.push_back({ScheduleKind::GPipe, 1});
+            schedules.push_back({ScheduleKind::OneFOneB, 1});
+            schedules.push_back({ScheduleKind::ZeroBubbleH1, 1});
+            for (int64_t v : {2, 3, 4, 6, 8})
+              if (m % pp == 0 && pp * v <= model.layers &&
+                  model.layers % (pp * v) == 0)
+                schedules.push_back({ScheduleKind::Interleaved, v});
+          }
+          for (auto [kind, v] : schedules) {
+            if ((constraints.schedule && *constraints.schedule != kind) ||
+                !allowed(constraints.virtualStages, v))
               continue;
-            for (Recompute recompute :
-                 {Recompute::None, Recompute::Selective, Recompute::Full}) {
-              if ((constraints.recompute &&
-                   *constraints.recompute != recompute) ||
-                  (recompute == Recompute::Selective &&
-                   !constraints.selectiveRecompute))
+            for (int zero = 0; zero <= 3; ++zero) {
+              // ZeRO reduce-scatters: no all-reduce for a sync to run.
+              bool syncFixed =
+                  (constraints.gradSync &&
+                   *constraints.gradSync != runtime::GradSync::Library) ||
+                  constraints.dpSyncEvery.value_or(1) > 1;
+              if ((zero > 0 && (dp == 1 || syncFixed)) ||
+                  !allowed(constraints.zero, zero))
                 continue;
-              for (bool sp : {false, true}) {
-                if ((sp && tp == 1) || (constraints.sequenceParallel &&
-                                        *constraints.sequenceParallel != sp))
+              for (Recompute recompute :
+                   {Recompute::None, Recompute::Selective, Recompute::Full}) {
+                if ((constraints.recompute &&
+                     *constraints.recompute != recompute) ||
+                    (recompute == Recompute::Selective &&
+                     !constraints.selectiveRecompute))
                   continue;
-                Plan plan{dp,
-                          tp,
-                          pp,
-                          mbs,
-                          m,
-                          kind,
-                          v,
-                          zero,
-                          recompute,
-                          sp,
-                          constraints.gradSync,
-                          constraints.dpSyncEvery.value_or(1)};
-                std::string error;
-                std::optional<Prediction> p =
-                    predict(model, cluster, setup, plan, error);
-                ++result.evaluated;
-                if (!p) {
-                  if (firstError.empty())
-                    firstError = error;
-                  continue;
+                for (bool sp : {false, true}) {
+                  for (ContextAttention attention : attentions) {
+                    if ((sp && tp == 1) ||
+                        (constraints.sequenceParallel &&
+                         *constraints.sequenceParallel != sp))
+                      continue;
+                    Plan plan{dp,
+                              tp,
+                              pp,
+                              mbs,
+                              m,
+                              kind,
+                              v,
+                              zero,
+                              recompute,
+                              sp,
+                              constraints.gradSync,
+                              constraints.dpSyncEvery.value_or(1),
+                              cp,
+                              attention};
+                    std::string error;
+                    std::optional<Prediction> p =
+                        predict(model, cluster, setup, plan, error);
+                    ++result.evaluated;
+                    if (!p) {
+                      if (firstError.empty())
+                        firstError = error;
+                      continue;
+                    }
+                    (p->fits ? result.fitting : result.tooLarge).push_back(*p);
+                  }
                 }
-                (p->fits ? result.fitting : result.tooLarge).push_back(*p);
               }
             }
           }
@@ -665,13 +785,13 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
   }
   if (!anyDegrees && result.reasons.empty())
     result.reasons.push_back(
-        formatv("no dp·tp·pp makes {0} GPUs with the constraints given (tp "
+        formatv("no dp·tp·pp·cp makes {0} GPUs with the constraints given (tp "
                 "must be a profiled degree, pp at most the {1} layers)",
                 gpus, model.layers));
   else if (!anyBatch)
     result.reasons.push_back(formatv(
         "the global batch of {0} is not divisible by any possible "
-        "data-parallel degree (dp = {1} GPUs / (tp·pp), with pp at most the "
+        "data-parallel degree (dp = {1} GPUs / (tp·pp·cp), with pp at most the "
         "{2} layers)",
         setup.globalBatch, gpus, model.layers));
   else if (result.evaluated == 0 ||
@@ -691,7 +811,7 @@ std::string describe(const std::string &choice, const Plan &plan,
   if (choice.rfind("tp=", 0) == 0 && plan.tp > cluster.gpusPerNode)
     return choice + " (across nodes)";
   if (choice.rfind("pp=", 0) == 0 && plan.pp > 1 &&
-      plan.tp * plan.dp < cluster.gpusPerNode)
+      plan.tp * plan.cp * plan.dp < cluster.gpusPerNode)
     return choice + " (inside a node)";
   return choice;
 }
@@ -706,6 +826,7 @@ std::string whyLost(const Prediction &loser, const Prediction &best) {
       {a.pipelineSends - b.pipelineSends, "pipeline sends"},
       {a.dataParallel - b.dataParallel, "gradient reduction"},
       {a.zeroGathers - b.zeroGathers, "ZeRO-3 gathers"},
+      {a.contextParallel - b.contextParallel, "context-parallel messages"},
       {a.coreSharing - b.coreSharing, "ranks sharing cores"},
       {a.optimizer - b.optimizer, "optimizer"}};
   llvm::sort(deltas, [](auto &x, auto &y) { return x.first > y.first; });
@@ -733,9 +854,14 @@ std::string placement(const Plan &plan, const Cluster &cluster) {
            : stride >= cluster.gpusPerNode      ? " across nodes"
                                                 : " inside and across nodes";
   };
-  return formatv("tp={0}{1}, dp={2}{3}, pp={4}{5}", plan.tp, where(1, plan.tp),
-                 plan.dp, where(plan.tp, plan.dp), plan.pp,
-                 where(plan.tp * plan.dp, plan.pp))
+  std::string cp =
+      plan.cp > 1
+          ? formatv(", cp={0}{1}", plan.cp, where(plan.tp, plan.cp)).str()
+          : "";
+  return formatv("tp={0}{1}{2}, dp={3}{4}, pp={5}{6}", plan.tp,
+                 where(1, plan.tp), cp, plan.dp,
+                 where(plan.tp * plan.cp, plan.dp), plan.pp,
+                 where(plan.tp * plan.cp * plan.dp, plan.pp))
       .str();
 }
 
@@ -761,6 +887,12 @@ std::vector<std::string> explain(const SearchResult &result,
       },
       [](const Plan &p) {
         return std::string("sp=") + (p.sequenceParallel ? "1" : "0");
+      },
+      [](const Plan &p) {
+        return "cp=" + std::to_string(p.cp) +
+               (p.cp > 1 ? std::string(",cp_attention=") +
+                               contextAttentionName(p.cpAttention)
+                         : "");
       }};
   // The placement first: what tensor parallelism across nodes, and no
   // pipeline, would have cost.
@@ -781,7 +913,7 @@ std::vector<std::string> explain(const SearchResult &result,
                               cluster.interFabric, whyLost(*across, best))
                           .str());
   }
-  if (plan.pp > 1 && plan.tp * plan.dp >= cluster.gpusPerNode) {
+  if (plan.pp > 1 && plan.tp * plan.cp * plan.dp >= cluster.gpusPerNode) {
     std::string line =
         formatv("the pipeline crosses nodes (pp={0}): its "
                 "sends cost {1:F3} s and its bubble {2:F3} s",

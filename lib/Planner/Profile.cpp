@@ -61,6 +61,10 @@ std::optional<CollectiveWork> collectiveOf(Operation *op) {
         return CollectiveWork{Collective::AllToAll,
                               elementsOf(c.getInput().getType())};
       })
+      .Case<shard::ShiftOp>([](auto c) {
+        return CollectiveWork{Collective::SendRecv,
+                              elementsOf(c.getInput().getType())};
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -265,6 +269,8 @@ std::optional<ModelProfile> profileModel(ModuleOp module,
     if (auto attention = dyn_cast<AttentionOp>(op)) {
       auto query = cast<ShapedType>(attention.getQuery().getType());
       model.heads = query.getDimSize(1);
+      model.kvHeads =
+          cast<ShapedType>(attention.getKey().getType()).getDimSize(1);
       model.seq = query.getDimSize(2);
       model.hidden = query.getDimSize(1) * query.getDimSize(3);
     }

@@ -68,10 +68,13 @@ void printPlans(const SearchResult &result, const Cluster &cluster, size_t top,
                 sig(gib(best.memoryCapacity)));
   os << formatv("best plan, step time: compute {0} s, bubble {1} s, tp "
                 "collectives {2} s, pipeline sends {3} s, gradient reduction "
-                "{4} s, ZeRO-3 gathers {5} s, optimizer {6} s{7}\n",
+                "{4} s, ZeRO-3 gathers {5} s, optimizer {6} s{7}{8}\n",
                 sig(t.compute), sig(t.bubble), sig(t.tensorParallel),
                 sig(t.pipelineSends), sig(t.dataParallel), sig(t.zeroGathers),
                 sig(t.optimizer),
+                t.contextParallel > 0 ? ", context-parallel messages " +
+                                            sig(t.contextParallel) + " s"
+                                      : std::string(),
                 t.coreSharing > 0
                     ? ", ranks sharing cores " + sig(t.coreSharing) + " s"
                     : std::string());
@@ -89,6 +92,7 @@ static llvm::json::Object toJSON(const Prediction &p) {
                           {"pipeline_sends", p.time.pipelineSends},
                           {"data_parallel", p.time.dataParallel},
                           {"zero_gathers", p.time.zeroGathers},
+                          {"context_parallel", p.time.contextParallel},
                           {"core_sharing", p.time.coreSharing},
                           {"optimizer", p.time.optimizer}};
   llvm::json::Object syncs;
@@ -111,6 +115,8 @@ static llvm::json::Object toJSON(const Prediction &p) {
                     : plan.recompute == Recompute::Selective ? "selective"
                                                              : "full"},
       {"sequence_parallel", plan.sequenceParallel},
+      {"cp", plan.cp},
+      {"cp_attention", contextAttentionName(plan.cpAttention)},
       {"step_time", p.stepTime()},
       {"tokens_per_second", p.tokensPerSecond},
       {"model_tflops_per_gpu", p.modelTflopsPerGpu},

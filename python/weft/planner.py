@@ -48,6 +48,8 @@ class Plan:
     zero: int
     recompute: str
     sequence_parallel: bool
+    cp: int  # context parallelism (1: none)
+    cp_attention: str  # "ring" or "all-to-all", when cp > 1
     step_time: float  # seconds
     tokens_per_second: float
     mfu: float
@@ -140,6 +142,7 @@ def plan(model, *, cluster: str, nodes: int = 1, global_batch: Optional[int] = N
             microbatch_size=p["mbs"], microbatches=p["microbatches"],
             schedule=p["schedule"], virtual_stages=p["virtual_stages"], zero=p["zero"],
             recompute=p["recompute"], sequence_parallel=p["sequence_parallel"],
+            cp=p["cp"], cp_attention=p["cp_attention"],
             step_time=p["step_time"], tokens_per_second=p["tokens_per_second"],
             mfu=p["mfu"], model_tflops_per_gpu=p["model_tflops_per_gpu"],
             memory=Memory(**p["memory_bytes"]), time=dict(p["time_seconds"]),

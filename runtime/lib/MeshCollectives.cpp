@@ -230,6 +230,20 @@ void collective(int64_t inRank, void *inDescriptor, void *outDescriptor,
                   outStrides.data(), pieceSizes.data(), rank, elementSize);
     return;
   }
+  case CollectiveKind::Shift: {
+    if (parts == 1) {
+      memcpy(out.data, packed, bytes);
+      return;
+    }
+    int64_t offset = ((dim % parts) + parts) % parts;
+    int me = group.rank();
+    // Sends are buffered, so every rank sends before it receives.
+    group.send(packed, in.count(), dtype, int((me + offset) % parts),
+               kShiftTag);
+    group.recv(out.data, in.count(), dtype, int((me - offset + parts) % parts),
+               kShiftTag);
+    return;
+  }
   }
   fatal("unknown collective kind " + std::to_string(kindValue));
 }

@@ -24,8 +24,10 @@ const char *collectiveName(int64_t kind) {
     return "all_gather";
   case 2:
     return "reduce_scatter";
-  default:
+  case 3:
     return "all_to_all";
+  default:
+    return "shift";
   }
 }
 

@@ -78,13 +78,18 @@ static cl::opt<std::string>
     mesh("mesh", cl::desc("Partition for a device mesh: --mesh dp=2,tp=2"),
          cl::value_desc("axis=size,..."), cl::cat(category));
 static cl::list<std::string>
-    parallel("parallel", cl::desc("Parallel strategies: dp, megatron"),
+    parallel("parallel", cl::desc("Parallel strategies: dp, megatron, cp"),
              cl::CommaSeparated, cl::value_desc("strategy,..."),
              cl::cat(category));
 static cl::opt<bool>
     sequenceParallel("sequence-parallel",
                      cl::desc("Split norm regions on the sequence dim (tp)"),
                      cl::cat(category));
+static cl::opt<std::string> cpAttention(
+    "cp-attention",
+    cl::desc("How attention runs over the cp axis: ring (key/value chunks "
+             "passed around it, the default) or all-to-all (Ulysses)"),
+    cl::init("ring"), cl::cat(category));
 static cl::opt<bool>
     padUneven("pad-uneven",
               cl::desc("Pad a dim that does not divide by its mesh axis"),
@@ -237,6 +242,7 @@ int main(int argc, char **argv) {
   options.mesh = mesh;
   options.parallel = parallel;
   options.sequenceParallel = sequenceParallel;
+  options.cpAttention = cpAttention;
   options.padUneven = padUneven;
   options.bucketMb = bucketMb;
   options.gradSync = gradSync;

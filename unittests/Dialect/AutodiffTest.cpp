@@ -248,6 +248,13 @@ func.func @f(%q: tensor<1x4x3x2xf64> {weft.param = "q"}, %k: tensor<1x2x3x2xf64>
   %0 = weft.attention %q, %k, %v, %m <{scale = 0.5 : f64}> : tensor<1x4x3x2xf64>, tensor<1x2x3x2xf64>, tensor<1x2x3x2xf64>, tensor<1x1x3x3xf64>
   return %0 : tensor<1x4x3x2xf64>
 })"},
+    // Differentiated into one weft.attention_grad (context parallelism),
+    // whose reference evaluation is checked here.
+    {"attention_grad_grouped_causal", R"(
+func.func @f(%q: tensor<1x4x5x2xf64> {weft.param = "q"}, %k: tensor<1x2x5x2xf64> {weft.param = "k"}, %v: tensor<1x2x5x3xf64> {weft.param = "v"}) -> tensor<1x4x5x3xf64> {
+  %0 = weft.attention %q, %k, %v <{causal, scale = 0.7 : f64}> {weft.fused_backward} : tensor<1x4x5x2xf64>, tensor<1x2x5x2xf64>, tensor<1x2x5x3xf64>
+  return %0 : tensor<1x4x5x3xf64>
+})"},
     {"gather_embedding", R"(
 func.func @f(%table: tensor<5x3xf64> {weft.param = "table"}, %ids: tensor<2x3xi64> {weft.input = "ids"}) -> tensor<2x3x3xf64> {
   %0 = weft.gather %table, %ids <{axis = 0 : i64}> : tensor<5x3xf64>, tensor<2x3xi64>

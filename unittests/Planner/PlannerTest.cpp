@@ -344,7 +344,7 @@ TEST(Search, RanksFittingPlansFastestFirst) {
     EXPECT_LE(result.fitting[i - 1].stepTime(), result.fitting[i].stepTime());
   for (const Prediction &p : result.fitting) {
     EXPECT_TRUE(p.fits);
-    EXPECT_EQ(p.plan.dp * p.plan.tp * p.plan.pp, 16);
+    EXPECT_EQ(p.plan.dp * p.plan.tp * p.plan.pp * p.plan.cp, 16);
   }
   std::vector<std::string> why = explain(result, cluster);
   EXPECT_FALSE(why.empty());
@@ -387,10 +387,12 @@ TEST(Search, SaysWhyNothingFits) {
   for (const Prediction &p : result.tooLarge)
     EXPECT_GE(p.memory.total(), result.tooLarge.front().memory.total());
 
-  // A batch of 3 on 16 GPUs with at most 4 layers of pipeline and tp 2:
-  // dp is at least 2 and never divides it.
-  SearchResult odd = search(handModel(4, 2), cluster, TrainingSetup{3, true},
-                            PlanConstraints());
+  // A batch of 3 on 16 GPUs with at most 4 layers of pipeline, tp 2 and
+  // no context parallelism: dp is at least 2 and never divides it.
+  PlanConstraints noContext;
+  noContext.cp = 1;
+  SearchResult odd =
+      search(handModel(4, 2), cluster, TrainingSetup{3, true}, noContext);
   ASSERT_EQ(odd.reasons.size(), 1u);
   EXPECT_NE(odd.reasons[0].find("not divisible by any possible "
                                 "data-parallel degree"),

@@ -65,6 +65,9 @@ struct CompileOptions {
   std::string mesh; // "dp=2,tp=2"; empty: one rank
   std::vector<std::string> parallel;
   bool sequenceParallel = false;
+  /// With the cp strategy: how attention runs over the cp axis, "ring"
+  /// (key/value chunks passed around it) or "all-to-all" (split by heads).
+  std::string cpAttention = "ring";
   bool padUneven = false;
   double bucketMb = 25.0;
   /// How the data-parallel gradients are all-reduced: "library" (MPI's own

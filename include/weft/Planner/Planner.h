@@ -1,8 +1,9 @@
 //===- Planner.h - Predict and search parallel training plans ---*- C++ -*-===//
 //
-// A plan is a point of the 3D + ZeRO space: data, tensor and pipeline
-// degrees, micro-batch size and count, schedule and virtual stages, ZeRO
-// stage, recomputation and sequence parallelism. `predict` prices one on a
+// A plan is a point of the 3D + ZeRO space: data, tensor, pipeline and
+// context degrees, micro-batch size and count, schedule and virtual
+// stages, ZeRO stage, recomputation, sequence parallelism and how
+// attention runs over the context axis. `predict` prices one on a
 // cluster from a model's profile; `search` prices them all and ranks those
 // that fit in memory.
 //
@@ -21,6 +22,10 @@
 
 namespace weft::planner {
 
+/// How attention runs over the context-parallel axis (weftc --cp-attention).
+enum class ContextAttention { Ring, AllToAll };
+const char *contextAttentionName(ContextAttention attention);
+
 struct Plan {
   int64_t dp = 1, tp = 1, pp = 1;
   int64_t microbatchSize = 1, microbatches = 1;
@@ -38,10 +43,15 @@ struct Plan {
   /// of their gradients every step. Never chosen by the search (it trains
   /// a different model): only pinned.
   int64_t dpSyncEvery = 1;
+  /// Context parallelism: the sequence split over cp ranks (between tp and
+  /// dp in rank order), attention run as a ring or an all-to-all.
+  int64_t cp = 1;
+  ContextAttention cpAttention = ContextAttention::Ring;
 
   /// "dp=8,tp=8,pp=16,mbs=1,m=48,schedule=1f1b,v=1,zero=1,recompute=full,
-  /// sp=1", then ",sync=tree" when the gradient sync is not the library's
-  /// and ",dp_sync=K" for local SGD.
+  /// sp=1", then ",sync=tree" when the gradient sync is not the library's,
+  /// ",dp_sync=K" for local SGD and ",cp=4,cp_attention=ring" with context
+  /// parallelism.
   std::string str() const;
 };
 
@@ -54,12 +64,15 @@ struct PlanConstraints {
   std::optional<bool> sequenceParallel;
   std::optional<runtime::GradSync> gradSync;
   std::optional<int64_t> dpSyncEvery;
+  std::optional<int64_t> cp;
+  std::optional<ContextAttention> cpAttention;
   /// Whether the backend offers selective recomputation as the cost model
   /// prices it (the attention cores, Korthikanti et al.); Weft's CPU
   /// backend recomputes elementwise work instead, so weftc leaves it out.
   bool selectiveRecompute = true;
   /// "dp=8,tp=8,pp=16,mbs=1,m=32,schedule=interleaved,v=2,zero=1,
-  /// recompute=selective,sp=1,sync=hierarchical,dp_sync=8"; `error` names
+  /// recompute=selective,sp=1,sync=hierarchical,dp_sync=8,cp=2,
+  /// cp_attention=all-to-all"; `error` names
   /// a bad key or value.
   static std::optional<PlanConstraints> parse(const std::string &text,
                                               std::string &error);
@@ -82,11 +95,12 @@ struct TimeBreakdown {
   double pipelineSends = 0;  // activations and gradients between stages
   double dataParallel = 0;   // gradient reduction not hidden by backward
   double zeroGathers = 0;    // ZeRO-3's parameter gathers
+  double contextParallel = 0; // the cp ring's shifts or all-to-alls
   double coreSharing = 0;    // ranks waiting for cores they share
   double optimizer = 0;
   double total() const {
     return compute + bubble + tensorParallel + pipelineSends + dataParallel +
-           zeroGathers + coreSharing + optimizer;
+           zeroGathers + contextParallel + coreSharing + optimizer;
   }
 };
 
@@ -128,7 +142,7 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
                     const PlanConstraints &constraints);
 
 /// Where each degree's ranks lie: "tp=8 inside a node, dp=16 across nodes,
-/// pp=8 across nodes" (tp innermost, then dp, then pp).
+/// pp=8 across nodes" (tp innermost, then cp, dp, pp).
 std::string placement(const Plan &plan, const Cluster &cluster);
 
 /// Why the best fitting plans of each other choice lost to `best`, a line

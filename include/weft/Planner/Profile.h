@@ -71,6 +71,7 @@ struct ModelProfile {
   int64_t layers = 0; // the model's, possibly more than the profiled IR's
   int64_t batch = 1;  // the IR's (its work scales with it)
   int64_t seq = 0, hidden = 0, heads = 0, vocab = 0;
+  int64_t kvHeads = 0; // key/value heads (fewer than heads under GQA)
   double parameters = 0;
   /// Contraction FLOPs of one forward pass of `batch` sequences.
   double forwardFlops = 0;

@@ -144,6 +144,9 @@ struct CollectiveBufferization
                           op.getSplitAxis().getSExtValue(),
                           op.getConcatAxis().getSExtValue());
   }
+  static RuntimeCall describe(shard::ShiftOp op) {
+    return collectiveCall(op, CollectiveKind::Shift, op.getOffset());
+  }
   static int64_t tagOf(Operation *op) {
     // WeftDialect::kTagAttrName, set by weft-pipeline-cut.
     auto tag = op->getAttrOfType<IntegerAttr>("weft.tag");
@@ -196,7 +199,7 @@ struct ConvertShardToWeftRuntimePass
     module.walk([&](Operation *op) {
       if (isa<shard::ProcessMultiIndexOp, shard::AllSliceOp, shard::AllReduceOp,
               shard::AllGatherOp, shard::ReduceScatterOp, shard::AllToAllOp,
-              shard::SendOp, shard::RecvOp>(op))
+              shard::ShiftOp, shard::SendOp, shard::RecvOp>(op))
         shardOps.push_back(op);
     });
     auto i64 = IntegerType::get(ctx, 64);
@@ -250,6 +253,15 @@ struct ConvertShardToWeftRuntimePass
         }
         auto reduction =
             op->getAttrOfType<shard::ReductionKindAttr>("reduction");
+        if (auto shift = dyn_cast<shard::ShiftOp>(op);
+            shift &&
+            (!shift.getRotate() || shift.getGridAxes().size() != 1 ||
+             shift.getGridAxes()[0] !=
+                 static_cast<int64_t>(shift.getShiftAxis().getSExtValue()))) {
+          op->emitError("the runtime shifts along one mesh axis, rotating");
+          failed = true;
+          continue;
+        }
         if (reduction && reduction.getValue() != shard::ReductionKind::Sum) {
           op->emitError("the runtime's collectives reduce by sum only");
           failed = true;
@@ -291,6 +303,8 @@ void weft::registerShardBufferizationModels(DialectRegistry &registry) {
         CollectiveBufferization<shard::ReduceScatterOp>>(*ctx);
     shard::AllToAllOp::attachInterface<
         CollectiveBufferization<shard::AllToAllOp>>(*ctx);
+    shard::ShiftOp::attachInterface<CollectiveBufferization<shard::ShiftOp>>(
+        *ctx);
     shard::SendOp::attachInterface<CollectiveBufferization<shard::SendOp>>(
         *ctx);
     shard::RecvOp::attachInterface<CollectiveBufferization<shard::RecvOp>>(

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Conversion/Passes.h"
+#include "weft/Dialect/Weft/IR/AttentionGradients.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1334,6 +1335,21 @@ struct ConvertWeftToLinalgPass
     add<SplitOp>(patterns, lowerSplit);
     add<SliceOp>(patterns, lowerSlice);
     add<TriluOp>(patterns, lowerTrilu);
+
+    // An attention gradient the partitioner left whole (or split over
+    // heads) runs as its decomposition in weft ops, lowered below.
+    SmallVector<AttentionGradOp> attentionGrads;
+    getOperation()->walk(
+        [&](AttentionGradOp grad) { attentionGrads.push_back(grad); });
+    for (AttentionGradOp grad : attentionGrads) {
+      OpBuilder builder(grad);
+      AttentionGradients grads =
+          buildAttentionGradients(builder, grad, grad.getQuery(), grad.getKey(),
+                                  grad.getValue(), Value(), grad.getOutGrad(),
+                                  grad.getCausal(), grad.getEffectiveScale());
+      grad.replaceAllUsesWith(ValueRange{grads.query, grads.key, grads.value});
+      grad.erase();
+    }
 
     // Configurations without a lowering get one clear error each, rather
     // than the conversion driver's generic "failed to legalize".

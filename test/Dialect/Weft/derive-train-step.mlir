@@ -3,6 +3,7 @@
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="optimizer=sgd" -verify-diagnostics | FileCheck %s --check-prefix=SGD
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="compute-type=bf16" -verify-diagnostics | FileCheck %s --check-prefix=BF16
 // RUN: not weft-opt %s -split-input-file -weft-derive-train-step="token-input=tokens" 2>&1 | FileCheck %s --check-prefix=NAMED
+// RUN: weft-opt %s -split-input-file -weft-derive-train-step="fused-attention-backward" -verify-diagnostics | FileCheck %s --check-prefix=FUSED
 
 // NAMED: weft-derive-train-step: 'main' has no integer input 'tokens' to take as the token ids (its inputs: 'input_ids')
 
@@ -71,4 +72,27 @@ func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}) -> tensor<2x3x
 func.func @main(%idx: tensor<2x3xi64> {weft.input = "idx"}, %pos: tensor<2x3xi64> {weft.input = "positions"}, %emb: tensor<5x4xf32> {weft.param = "emb"}) -> tensor<2x3x4xf32> {
   %x = weft.gather %emb, %idx <{axis = 0 : i64}> : tensor<5x4xf32>, tensor<2x3xi64>
   return %x : tensor<2x3x4xf32>
+}
+
+// -----
+
+// For context parallelism a mask-free self-attention is differentiated
+// into one weft.attention_grad, which the partitioner runs as a ring or an
+// all-to-all; without the option its adjoint is decomposed.
+// FUSED-LABEL: func.func @train_loss_grad(%arg0: tensor<1x4xi64>
+// FUSED: weft.attention {{.*}} {weft.fused_backward}
+// FUSED: weft.attention_grad {{.*}} <{causal}>
+// FUSED-LABEL: func.func @train_step
+// CHECK-LABEL: func.func @train_loss_grad(%arg0: tensor<1x4xi64>
+// CHECK-NOT: weft.attention_grad
+// CHECK: weft.softmax
+func.func @main(%ids: tensor<1x4xi64> {weft.input = "input_ids"}, %emb: tensor<6x8xf32> {weft.param = "emb"}) -> tensor<1x4x6xf32> {
+  %x = weft.gather %emb, %ids <{axis = 0}> : tensor<6x8xf32>, tensor<1x4xi64>
+  %h = weft.reshape %x : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
+  %q = weft.transpose %h <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<1x4x2x4xf32>
+  %o = weft.attention %q, %q, %q <{causal}> : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+  %t = weft.transpose %o <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<1x2x4x4xf32>
+  %y = weft.reshape %t : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
+  %logits = weft.linear %y, %emb <{transpose_weight}> : tensor<1x4x8xf32>, tensor<6x8xf32>
+  return %logits : tensor<1x4x6xf32>
 }

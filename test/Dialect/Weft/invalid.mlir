@@ -201,6 +201,22 @@ func.func @attention_head_dim(%q: tensor<1x4x16x8xf32>, %k: tensor<1x4x16x6xf32>
 
 // -----
 
+func.func @attention_grad_out(%q: tensor<1x4x16x8xf32>, %o: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'weft.attention_grad' op out 'tensor<1x4x8x8xf32>' is not the attention's result 'tensor<1x4x16x8xf32>'}}
+  %0:3 = weft.attention_grad %q, %q, %q, %o, %o : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_heads(%q: tensor<1x4x16x8xf32>, %k: tensor<1x3x16x8xf32>) {
+  // expected-error @+1 {{'weft.attention_grad' op query 'tensor<1x4x16x8xf32>', key 'tensor<1x3x16x8xf32>' and value 'tensor<1x3x16x8xf32>' are not the operands of one attention}}
+  %0:3 = weft.attention_grad %q, %k, %k, %q, %q : tensor<1x4x16x8xf32>, tensor<1x3x16x8xf32>, tensor<1x3x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_gqa(%q: tensor<1x4x16x8xf32>, %k: tensor<1x3x16x8xf32>) {
   // expected-error @+1 {{'weft.attention' query heads 4 must be a multiple of key/value heads 3}}
   %0 = weft.attention %q, %k, %k : tensor<1x4x16x8xf32>, tensor<1x3x16x8xf32>, tensor<1x3x16x8xf32>

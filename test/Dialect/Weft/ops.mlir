@@ -135,6 +135,14 @@ func.func @attention(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x20x32xf32>,
   return %0, %1 : tensor<1x8x16x16xf32>, tensor<1x8x16x16xf32>
 }
 
+// CHECK-LABEL: func.func @attention_grad
+func.func @attention_grad(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x16x32xf32>,
+                          %v: tensor<1x2x16x16xf32>, %o: tensor<1x8x16x16xf32>) {
+  // CHECK: weft.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} <{causal}> : tensor<1x8x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x16xf32>, tensor<1x8x16x16xf32>, tensor<1x8x16x16xf32>
+  %0:3 = weft.attention_grad %q, %k, %v, %o, %o <{causal}> : tensor<1x8x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x16xf32>, tensor<1x8x16x16xf32>, tensor<1x8x16x16xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @data_movement
 func.func @data_movement(%x: tensor<2x16x64xf32>, %ids: tensor<1x16xi64>,
                          %table: tensor<256x64xf32>, %s: tensor<1x64xf32>) {

@@ -8,7 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Dialect/Weft/IR/AttentionGradients.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include <cmath>
@@ -609,13 +611,13 @@ LogicalResult RmsNormOp::buildAdjoints(OpBuilder &b,
 /// Attention recomputes its probabilities: P = softmax(S), S = scale q k^T
 /// (+ mask), then dV = P^T dO, dS = P (dP - rowsum(dP P)) with dP = dO V^T,
 /// dQ = scale dS K, dK = scale dS^T Q. Grouped KV heads sum over groups.
-LogicalResult AttentionOp::buildAdjoints(OpBuilder &b,
-                                         ArrayRef<Value> resultGrads,
-                                         SmallVectorImpl<Value> &grads) {
-  Adjoints a(b, *this, grads);
+AttentionGradients weft::buildAttentionGradients(OpBuilder &b, Operation *at,
+                                                 Value q, Value k, Value v,
+                                                 Value mask, Value g,
+                                                 bool causal, double scale) {
+  SmallVector<Value> unused;
+  Adjoints a(b, at, unused);
   Location loc = a.loc;
-  Value g = resultGrads[0];
-  Value q = getQuery(), k = getKey(), v = getValue(), mask = getMask();
   RankedTensorType qt = tensorTypeOf(q), kt = tensorTypeOf(k),
                    vt = tensorTypeOf(v);
   int64_t batch = qt.getDimSize(0), heads = qt.getDimSize(1),
@@ -638,7 +640,6 @@ LogicalResult AttentionOp::buildAdjoints(OpBuilder &b,
     return a.sum(a.reshape(x, {batch, kvHeads, group, t, last}), {2}, false);
   };
   Value kq = perQueryHead(k, d), vq = perQueryHead(v, dv);
-  double scale = getEffectiveScale();
   Value scores = a.mul(MatmulOp::create(b, loc, q, a.transposeLast2(kq)),
                        a.scalar(element, scale));
   Value negInf = a.scalar(element, -INFINITY);
@@ -648,7 +649,7 @@ LogicalResult AttentionOp::buildAdjoints(OpBuilder &b,
     else
       scores = a.add(scores, mask);
   }
-  if (getCausal()) {
+  if (causal) {
     // Query i sees keys j <= i + (t - s).
     auto index = [&](int64_t n, ArrayRef<int64_t> shape) {
       auto type = RankedTensorType::get({n}, b.getI64Type());
@@ -666,13 +667,47 @@ LogicalResult AttentionOp::buildAdjoints(OpBuilder &b,
   Value dp = MatmulOp::create(b, loc, g, a.transposeLast2(vq));
   Value ds = a.mul(p, a.sub(dp, a.sum(a.mul(dp, p), {3}, true)));
   Value dsScaled = a.mul(ds, a.scalar(element, scale));
-  grads[0] = MatmulOp::create(b, loc, dsScaled, kq);
-  grads[1] =
+  AttentionGradients grads;
+  grads.query = MatmulOp::create(b, loc, dsScaled, kq);
+  grads.key =
       perKvHead(MatmulOp::create(b, loc, a.transposeLast2(dsScaled), q), d);
-  grads[2] = perKvHead(dvq, dv);
-  if (mask && !tensorTypeOf(mask).getElementType().isInteger(1))
-    grads[3] = a.unbroadcast(ds, tensorTypeOf(mask));
+  grads.value = perKvHead(dvq, dv);
+  grads.scores = ds;
+  return grads;
+}
+
+LogicalResult AttentionOp::buildAdjoints(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &grads) {
+  Value mask = getMask();
+  grads.assign(getNumOperands(), Value());
+  if ((*this)->hasAttr(WeftDialect::kFusedBackwardAttrName) && !mask) {
+    auto fused = AttentionGradOp::create(
+        b, getLoc(), getQuery(), getKey(), getValue(), getResult(),
+        resultGrads[0], getCausal(), getScaleAttr());
+    grads[0] = fused.getQueryGrad();
+    grads[1] = fused.getKeyGrad();
+    grads[2] = fused.getValueGrad();
+    return success();
+  }
+  AttentionGradients adjoints =
+      buildAttentionGradients(b, *this, getQuery(), getKey(), getValue(), mask,
+                              resultGrads[0], getCausal(), getEffectiveScale());
+  grads[0] = adjoints.query;
+  grads[1] = adjoints.key;
+  grads[2] = adjoints.value;
+  if (mask && !tensorTypeOf(mask).getElementType().isInteger(1)) {
+    SmallVector<Value> unused;
+    grads[3] = Adjoints(b, *this, unused)
+                   .unbroadcast(adjoints.scores, tensorTypeOf(mask));
+  }
   return success();
+}
+
+LogicalResult AttentionGradOp::buildAdjoints(OpBuilder &, ArrayRef<Value>,
+                                             SmallVectorImpl<Value> &) {
+  return emitError("autodiff: weft.attention_grad has no gradient rule (no "
+                   "second derivative of attention)");
 }
 
 //===----------------------------------------------------------------------===//

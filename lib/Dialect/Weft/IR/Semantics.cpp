@@ -273,6 +273,69 @@ HostTensor attention(AttentionOp op, const HostTensor &q, const HostTensor &k,
   return out;
 }
 
+/// dQ, dK, dV of a mask-free attention, row by row: P = softmax(scale q k^T)
+/// (causal-masked), dV += P^T dO, dS = P (dO v^T - rowsum(dO o)), dQ = scale
+/// dS k, dK += scale dS^T q.
+void attentionGrad(AttentionGradOp op, const HostTensor &q, const HostTensor &k,
+                   const HostTensor &v, const HostTensor &o,
+                   const HostTensor &dO, SmallVectorImpl<HostTensor> &results) {
+  int64_t batch = q.shape[0], hq = q.shape[1], s = q.shape[2], d = q.shape[3];
+  int64_t hkv = k.shape[1], t = k.shape[2], dv = v.shape[3];
+  double scale = op.getEffectiveScale();
+  HostTensor dq = HostTensor::zeros(q.shape, q.elementType);
+  HostTensor dk = HostTensor::zeros(k.shape, k.elementType);
+  HostTensor dvt = HostTensor::zeros(v.shape, v.elementType);
+  std::vector<double> p(t);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hq; ++h) {
+      int64_t kvh = h / (hq / hkv);
+      auto qAt = [&](int64_t i, int64_t e) -> double {
+        return q.floats[((b * hq + h) * s + i) * d + e];
+      };
+      auto kIndex = [&](int64_t j, int64_t e) {
+        return ((b * hkv + kvh) * t + j) * d + e;
+      };
+      auto vIndex = [&](int64_t j, int64_t e) {
+        return ((b * hkv + kvh) * t + j) * dv + e;
+      };
+      auto outIndex = [&](int64_t i, int64_t e) {
+        return ((b * hq + h) * s + i) * dv + e;
+      };
+      for (int64_t i = 0; i < s; ++i) {
+        double max = -INFINITY;
+        for (int64_t j = 0; j < t; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < d; ++e)
+            dot += qAt(i, e) * k.floats[kIndex(j, e)];
+          p[j] = op.getCausal() && j > i + t - s ? -INFINITY : dot * scale;
+          max = std::max(max, p[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < t; ++j)
+          sum += p[j] = std::exp(p[j] - max);
+        double rowDot = 0;
+        for (int64_t e = 0; e < dv; ++e)
+          rowDot += dO.floats[outIndex(i, e)] * o.floats[outIndex(i, e)];
+        for (int64_t j = 0; j < t; ++j) {
+          double prob = p[j] / sum, dp = 0;
+          for (int64_t e = 0; e < dv; ++e) {
+            dp += dO.floats[outIndex(i, e)] * v.floats[vIndex(j, e)];
+            dvt.floats[vIndex(j, e)] += prob * dO.floats[outIndex(i, e)];
+          }
+          double ds = prob * (dp - rowDot) * scale;
+          for (int64_t e = 0; e < d; ++e) {
+            dq.floats[((b * hq + h) * s + i) * d + e] +=
+                ds * k.floats[kIndex(j, e)];
+            dk.floats[kIndex(j, e)] += ds * qAt(i, e);
+          }
+        }
+      }
+    }
+  results.push_back(std::move(dq));
+  results.push_back(std::move(dk));
+  results.push_back(std::move(dvt));
+}
+
 HostTensor trilu(const HostTensor &x, int64_t diagonal, bool upper) {
   HostTensor r = x;
   int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
@@ -625,6 +688,12 @@ LogicalResult AttentionOp::evaluate(ArrayRef<const HostTensor *> in,
                                     Results &results) {
   return one(results, attention(*this, *in[0], *in[1], *in[2],
                                 getMask() ? in[3] : nullptr));
+}
+
+LogicalResult AttentionGradOp::evaluate(ArrayRef<const HostTensor *> in,
+                                        Results &results) {
+  attentionGrad(*this, *in[0], *in[1], *in[2], *in[3], *in[4], results);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -338,22 +338,38 @@ OpShardingRule RmsNormOp::getShardingRule() {
 
 /// q [B, H, S, D], k [B, Hkv, T, D], v [B, Hkv, T, Dv], mask broadcastable
 /// to [B, H, S, T]: batch and heads split (kv heads with the query heads,
-/// which keeps each rank's query heads with their shared kv head); the
-/// sequence and head dims stay whole (softmax runs over T, the causal mask
-/// needs global positions, and D is contracted).
-OpShardingRule AttentionOp::getShardingRule() {
-  OpShardingRule rule = emptyRule(*this);
+/// which keeps each rank's query heads with their shared kv head); D is
+/// contracted and stays whole. A mask-free self-attention (S == T) has its
+/// sequence as a Context factor: the partitioner splits it over the
+/// context-parallel axis only, as a ring or an all-to-all over the heads
+/// (softmax runs over T and the causal mask needs global positions, so a
+/// plain split would be wrong). `operands` are q, k, v followed by tensors
+/// shaped like the result (the mask is handled here, the gradient op's
+/// out and out_grad are the rest); `results` likewise.
+static OpShardingRule attentionRule(Operation *op, Value query, Value key,
+                                    Value mask) {
+  OpShardingRule rule = emptyRule(op);
   int64_t batch = rule.addFactor(FactorKind::Parallel);
   int64_t heads = rule.addFactor(FactorKind::Parallel);
-  for (int64_t operand = 0; operand < 3; ++operand) {
-    rule.operandFactors[operand][0] = batch;
-    rule.operandFactors[operand][1] = heads;
-  }
-  rule.resultFactors[0][0] = batch;
-  rule.resultFactors[0][1] = heads;
-  if (Value mask = getMask()) {
+  int64_t length = shapeOf(query)[2];
+  std::optional<int64_t> sequence;
+  if (!mask && length == shapeOf(key)[2])
+    sequence = rule.addFactor(FactorKind::Context);
+  rule.headFactor = heads;
+  auto shareDims = [&](SmallVector<int64_t> &dims) {
+    dims[0] = batch;
+    dims[1] = heads;
+    if (sequence)
+      dims[2] = *sequence;
+  };
+  for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+    if (operand != mask)
+      shareDims(rule.operandFactors[index]);
+  for (auto &dims : rule.resultFactors)
+    shareDims(dims);
+  if (mask) {
     ArrayRef<int64_t> shape = shapeOf(mask);
-    ArrayRef<int64_t> scores = shapeOf(getQuery());
+    ArrayRef<int64_t> scores = shapeOf(query);
     int64_t offset = 4 - shape.size();
     for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
       int64_t full = offset + d;
@@ -361,9 +377,18 @@ OpShardingRule AttentionOp::getShardingRule() {
         rule.operandFactors[3][d] = full == 0 ? batch : heads;
     }
   }
-  // Size-1 mask dims and the S, T and head dims stay whole.
+  // Size-1 mask dims, the head dims and a cross-attention's S and T stay
+  // whole.
   wholeForTheRest(rule);
   return rule;
+}
+
+OpShardingRule AttentionOp::getShardingRule() {
+  return attentionRule(*this, getQuery(), getKey(), getMask());
+}
+
+OpShardingRule AttentionGradOp::getShardingRule() {
+  return attentionRule(*this, getQuery(), getKey(), Value());
 }
 
 //===----------------------------------------------------------------------===//

@@ -125,6 +125,28 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be an i64 array";
     return success();
   }
+  if (name == kContextAxisAttrName) {
+    if (op->getName().getStringRef() != "shard.grid" ||
+        !isa<StringAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a string on a shard.grid";
+    return success();
+  }
+  if (name == kContextAttentionAttrName) {
+    auto mode = llvm::dyn_cast<StringAttr>(attr.getValue());
+    if (op->getName().getStringRef() != "shard.grid" || !mode ||
+        !llvm::is_contained({"ring", "all-to-all"}, mode.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be \"ring\" or \"all-to-all\" on "
+                                "a shard.grid";
+    return success();
+  }
+  if (name == kFusedBackwardAttrName) {
+    if (!isa<AttentionOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute on weft.attention";
+    return success();
+  }
   return op->emitError() << "unknown weft attribute '" << name << "'";
 }
 

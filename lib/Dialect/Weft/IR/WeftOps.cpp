@@ -746,11 +746,90 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+bool AttentionOp::isCausalMask(Value mask, int64_t s, int64_t t) {
+  DenseElementsAttr attr;
+  if (!mask || !matchPattern(mask, m_Constant(&attr)) ||
+      !attr.getElementType().isInteger(1))
+    return false;
+  std::optional<HostTensor> host = HostTensor::fromAttr(attr);
+  if (!host || host->shape.size() < 2)
+    return false;
+  int64_t rows = host->shape[host->shape.size() - 2];
+  int64_t cols = host->shape.back();
+  if (rows != s || cols != t)
+    return false;
+  for (int64_t i = 0; i < host->size(); ++i) {
+    int64_t col = i % cols, row = (i / cols) % rows;
+    if ((host->ints[i] != 0) != (col <= row + t - s))
+      return false;
+  }
+  return true;
+}
+
+namespace {
+struct CausalMaskToAttribute : public OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    auto q = rankedType(op.getQuery()), k = rankedType(op.getKey());
+    if (!AttentionOp::isCausalMask(op.getMask(), q.getDimSize(2),
+                                   k.getDimSize(2)))
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getMaskMutable().clear();
+      op.setCausal(true);
+    });
+    return success();
+  }
+};
+} // namespace
+
+void AttentionOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<CausalMaskToAttribute>(context);
+}
+
 double AttentionOp::getEffectiveScale() {
   if (auto scale = getScale())
     return scale->convertToDouble();
   return 1.0 / std::sqrt(static_cast<double>(
                    rankedType(getQuery()).getDimSize(3)));
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionGradOp::verify() {
+  auto q = rankedType(getQuery()), k = rankedType(getKey()),
+       v = rankedType(getValue());
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
+    return emitOpError("query, key and value must be 4-D [batch, heads, seq, "
+                       "head_dim]");
+  if (q.getDimSize(0) != k.getDimSize(0) ||
+      k.getDimSize(0) != v.getDimSize(0) ||
+      q.getDimSize(3) != k.getDimSize(3) ||
+      k.getDimSize(1) != v.getDimSize(1) ||
+      k.getDimSize(2) != v.getDimSize(2) || k.getDimSize(1) == 0 ||
+      q.getDimSize(1) % k.getDimSize(1) != 0)
+    return emitOpError("query ") << q << ", key " << k << " and value " << v
+                                 << " are not the operands of one attention";
+  auto expected = RankedTensorType::get(
+      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
+      q.getElementType());
+  if (expected != getOut().getType())
+    return emitOpError("out ") << getOut().getType()
+                               << " is not the attention's result " << expected;
+  if (getScale() && !(getScale()->convertToDouble() > 0))
+    return emitOpError("scale must be positive");
+  return success();
+}
+
+double AttentionGradOp::getEffectiveScale() {
+  if (auto scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 /
+         std::sqrt(static_cast<double>(rankedType(getQuery()).getDimSize(3)));
 }
 
 //===----------------------------------------------------------------------===//

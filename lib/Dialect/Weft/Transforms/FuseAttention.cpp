@@ -1,7 +1,6 @@
 //===- FuseAttention.cpp - Attention idiom to weft.attention --------------===//
 
 #include "PatternUtils.h"
-#include "weft/Dialect/Weft/IR/HostTensor.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 
 #include "mlir/IR/Matchers.h"
@@ -95,28 +94,6 @@ std::optional<ScoreChain> matchScores(Value input, bool allowView) {
   return chain;
 }
 
-/// True if `mask` is a constant i1 tensor whose last two dims form the
-/// causal pattern (key j visible to query i iff j <= i + t - s), identical
-/// across the leading dims.
-bool isCausalConstant(Value mask, int64_t s, int64_t t) {
-  DenseElementsAttr attr;
-  if (!matchPattern(mask, m_Constant(&attr)))
-    return false;
-  std::optional<HostTensor> host = HostTensor::fromAttr(attr);
-  if (!host || host->shape.size() < 2)
-    return false;
-  int64_t rows = host->shape[host->shape.size() - 2];
-  int64_t cols = host->shape.back();
-  if (rows != s || cols != t)
-    return false;
-  for (int64_t i = 0; i < host->size(); ++i) {
-    int64_t col = i % cols, row = (i / cols) % rows;
-    if ((host->ints[i] != 0) != (col <= row + t - s))
-      return false;
-  }
-  return true;
-}
-
 /// Turns [B, S, D] into [B, 1, S, D], or with a head view [B', H] (where
 /// B = B' * H) into [B', H, S, D].
 Value toFourD(PatternRewriter &rewriter, Location loc, Value v,
@@ -190,7 +167,8 @@ struct FuseScaledDotProduct : public OpRewritePattern<MatmulOp> {
       if (maskType.getRank() > (headView.empty() ? rank : 4))
         return failure();
       bool isBool = maskType.getElementType().isInteger(1);
-      if (isBool && !chain->negateMask && isCausalConstant(mask, s, t)) {
+      if (isBool && !chain->negateMask &&
+          AttentionOp::isCausalMask(mask, s, t)) {
         causal = true;
         mask = nullptr;
       } else if (chain->negateMask) {

@@ -55,9 +55,11 @@ struct LocalReplicasPass
       auto collective = dyn_cast<shard::ReduceScatterOp>(op);
       auto gather = dyn_cast<shard::AllGatherOp>(op);
       auto toAll = dyn_cast<shard::AllToAllOp>(op);
+      auto shift = dyn_cast<shard::ShiftOp>(op);
       ArrayRef<shard::GridAxis> axes = collective ? collective.getGridAxes()
                                        : gather   ? gather.getGridAxes()
                                        : toAll    ? toAll.getGridAxes()
+                                       : shift    ? shift.getGridAxes()
                                                   : ArrayRef<shard::GridAxis>();
       if (spans(axes, index)) {
         op->emitError() << "'" << op->getName() << "' over mesh axis '" << axis

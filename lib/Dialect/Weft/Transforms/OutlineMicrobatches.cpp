@@ -134,7 +134,15 @@ struct WeftOutlineMicrobatchesPass
     for (Operation &op : body.without_terminator()) {
       auto microbatch =
           op.getAttrOfType<IntegerAttr>(WeftDialect::kMicrobatchAttrName);
-      if (op.hasTrait<OpTrait::ConstantLike>()) {
+      // What is computed from constants and mesh coordinates alone (ring
+      // attention's positions and masks) is redone in each function, like
+      // a constant, rather than passed in.
+      bool fromConstants =
+          isMemoryEffectFree(&op) && op.getNumRegions() == 0 &&
+          llvm::all_of(op.getOperands(), [&](Value v) {
+            return v.getDefiningOp() && constants.count(v.getDefiningOp());
+          });
+      if (op.hasTrait<OpTrait::ConstantLike>() || fromConstants) {
         sources.insert(&op);
         constants.insert(&op);
         continue;
@@ -405,11 +413,17 @@ struct WeftOutlineMicrobatchesPass
         copy->removeAttr(WeftDialect::kMicrobatchAttrName);
         copy->removeAttr(WeftDialect::kPhaseAttrName);
       };
-      for (Operation *op : group->ops) {
+      // A constant is cloned with the constants it is computed from.
+      std::function<void(Operation *)> cloneConstantsRead = [&](Operation *op) {
         for (Value v : readValues(op))
           if (Operation *producer = v.getDefiningOp();
-              producer && constants.count(producer) && !mapping.contains(v))
+              producer && constants.count(producer) && !mapping.contains(v)) {
+            cloneConstantsRead(producer);
             cloneUnmarked(producer);
+          }
+      };
+      for (Operation *op : group->ops) {
+        cloneConstantsRead(op);
         cloneUnmarked(op);
       }
       SmallVector<Value> results;

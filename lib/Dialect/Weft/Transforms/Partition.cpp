@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RingAttention.h"
+
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
@@ -224,7 +226,34 @@ private:
                                              ArrayRef<Value> operands);
   LogicalResult partitionVocabGather(GatherOp op, const OpPlan &plan,
                                      ArrayRef<Value> operands);
+  LogicalResult partitionRingAttention(Operation *op, const OpPlan &plan,
+                                       ArrayRef<Value> operands);
+  LogicalResult checkContextHeads(Operation *op, const OpShardingRule &rule);
+  void warnIfContextGathered(Operation *op, const OpShardingRule &rule);
   LogicalResult partitionReturn(func::ReturnOp op);
+  bool isContextAxis(ArrayRef<MeshAxis> axes) const {
+    return mesh.contextAxis && axes.size() == 1 && axes[0] == *mesh.contextAxis;
+  }
+  /// Whether a Context factor of `op` is split over the context axis in an
+  /// operand or in a result's desired sharding.
+  bool contextSplitReaches(Operation *op, const OpShardingRule &rule) {
+    auto splitsContext = [&](const TensorSharding &sharding,
+                             ArrayRef<int64_t> factors) {
+      for (auto [dim, factor] : llvm::enumerate(factors))
+        if (factor >= 0 && rule.kinds[factor] == FactorKind::Context &&
+            llvm::is_contained(sharding.dims[dim].axes, *mesh.contextAxis))
+          return true;
+      return false;
+    };
+    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+      if (splitsContext(locals.at(operand).sharding,
+                        rule.operandFactors[index]))
+        return true;
+    for (auto [index, result] : llvm::enumerate(op->getResults()))
+      if (splitsContext(desiredOf(result), rule.resultFactors[index]))
+        return true;
+    return false;
+  }
   SmallVector<NamedAttribute> shardingAttrs(const TensorSharding &sharding,
                                             RankedTensorType globalType);
 
@@ -384,6 +413,10 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
     if (factor < 0 || plan.factors[factor] ||
         rule.kinds[factor] == FactorKind::Whole)
       return;
+    // Attention's sequence splits over the context axis, as a ring.
+    if (rule.kinds[factor] == FactorKind::Context &&
+        !(mesh.contextRing && isContextAxis(sharding.axes)))
+      return;
     // A sum over an uneven (padded) split would add the padding too; that
     // is sound only when a weight, whose padding is zeros, takes part.
     // Otherwise the operands are gathered first.
@@ -426,6 +459,17 @@ OpPlan Partitioner::planOp(Operation *op, const OpShardingRule &rule,
   } else {
     fromOperands();
     fromResults();
+  }
+  // All-to-all (Ulysses) context parallelism: where attention's sequence
+  // arrives split over the context axis, the heads take that axis instead;
+  // the operands and results move between the two by all-to-alls.
+  if (mesh.contextAxis && !mesh.contextRing && rule.headFactor >= 0 &&
+      !llvm::is_contained(used, *mesh.contextAxis) &&
+      contextSplitReaches(op, rule)) {
+    DimSharding heads = plan.factors[rule.headFactor].value_or(DimSharding{});
+    heads.axes.push_back(*mesh.contextAxis);
+    plan.factors[rule.headFactor] = heads;
+    used.push_back(*mesh.contextAxis);
   }
   // Layout changes and widening casts are linear: a partial sum read by
   // nothing else goes through them partial, to be reduced where a user
@@ -544,6 +588,9 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   std::optional<OpShardingRule> rule = getShardingRule(op);
   OpPlan plan;
   if (rule) {
+    if (failed(checkContextHeads(op, *rule)))
+      return failure();
+    warnIfContextGathered(op, *rule);
     OpPlan resultsFirst = planOp(op, *rule, true);
     OpPlan operandsFirst = planOp(op, *rule, false);
     plan =
@@ -575,6 +622,10 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   if (auto gather = dyn_cast<GatherOp>(op);
       gather && !plan.results[0].partial.empty())
     return partitionVocabGather(gather, plan, operands);
+  if (isa<AttentionOp, AttentionGradOp>(op) && rule)
+    for (auto [factor, sharding] : llvm::enumerate(plan.factors))
+      if (sharding && rule->kinds[factor] == FactorKind::Context)
+        return partitionRingAttention(op, plan, operands);
   if (isa<ConstantOp, RangeOp>(op) && !plan.results[0].isReplicated()) {
     // Computed whole, then each rank keeps its slice.
     Operation *whole = builder.clone(*op);
@@ -688,6 +739,85 @@ LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
   auto masked =
       WhereOp::create(builder, loc, mask, lookup, scalarConstant(element, 0));
   locals[op.getResult()] = {masked.getResult(), plan.results[0]};
+  return success();
+}
+
+/// Attention whose sequence is split over the context axis runs as a ring.
+LogicalResult Partitioner::partitionRingAttention(Operation *op,
+                                                  const OpPlan &plan,
+                                                  ArrayRef<Value> operands) {
+  Ring ring{mesh, *mesh.contextAxis};
+  SmallVector<Value, 3> results;
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    results.push_back(buildRingAttention(
+        builder, op->getLoc(), ring, operands[0], operands[1], operands[2],
+        attention.getCausal(), attention.getEffectiveScale()));
+  else {
+    auto grad = cast<AttentionGradOp>(op);
+    results = buildRingAttentionGrad(
+        builder, op->getLoc(), ring, operands[0], operands[1], operands[2],
+        operands[3], operands[4], grad.getCausal(), grad.getEffectiveScale());
+  }
+  for (auto [index, result] : llvm::enumerate(op->getResults()))
+    locals[result] = {results[index], plan.results[index]};
+  return success();
+}
+
+/// An attention whose sequence is not a Context factor (an explicit mask,
+/// cross-attention) but arrives split over the context axis is computed
+/// on the gathered sequence: correct, but neither a ring nor Ulysses, so
+/// it is said.
+void Partitioner::warnIfContextGathered(Operation *op,
+                                        const OpShardingRule &rule) {
+  if (!mesh.contextAxis || !isa<AttentionOp>(op) ||
+      llvm::is_contained(rule.kinds, FactorKind::Context))
+    return;
+  for (Value operand : op->getOperands().take_front(3)) {
+    const TensorSharding &sharding = locals.at(operand).sharding;
+    if (llvm::is_contained(sharding.dims[2].axes, *mesh.contextAxis)) {
+      op->emitWarning() << "context parallelism: this attention has "
+                        << (cast<AttentionOp>(op).getMask()
+                                ? "an explicit mask"
+                                : "queries and keys of different lengths")
+                        << ", so its sequence is gathered over '"
+                        << mesh.names[*mesh.contextAxis]
+                        << "' instead of passed around a ring or split by "
+                           "heads";
+      return;
+    }
+  }
+}
+
+/// All-to-all context parallelism gives every rank whole sequences of
+/// fewer heads: each rank's share of the heads must divide by the context
+/// axis (key/value heads too, under grouped-query attention).
+LogicalResult Partitioner::checkContextHeads(Operation *op,
+                                             const OpShardingRule &rule) {
+  if (!mesh.contextAxis || mesh.contextRing || rule.headFactor < 0)
+    return success();
+  int64_t parts = mesh.sizes[*mesh.contextAxis];
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    const TensorSharding &sharding = locals.at(operand).sharding;
+    for (auto [dim, factor] : llvm::enumerate(rule.operandFactors[index])) {
+      if (factor != rule.headFactor)
+        continue;
+      // The heads each rank holds before the context axis joins them.
+      SmallVector<MeshAxis> others;
+      for (MeshAxis axis : sharding.dims[dim].axes)
+        if (axis != *mesh.contextAxis)
+          others.push_back(axis);
+      int64_t local = tensorTypeOf(operand).getDimSize(dim) / mesh.size(others);
+      if (local % parts == 0 || !contextSplitReaches(op, rule))
+        continue;
+      return op->emitError()
+             << "context parallelism (all-to-all) splits the heads over mesh "
+                "axis '"
+             << mesh.names[*mesh.contextAxis] << "' (size " << parts
+             << "), but operand " << index << " has " << local
+             << " heads per rank: not divisible (--cp-attention ring "
+                "splits the sequence instead)";
+    }
+  }
   return success();
 }
 

@@ -30,6 +30,7 @@ void weft::buildSPMDPipeline(OpPassManager &pm,
   presets.parallel.assign(options.parallel.begin(), options.parallel.end());
   presets.sequenceParallel = options.sequenceParallel;
   presets.zero = options.zero;
+  presets.contextAttention = options.contextAttention;
   pm.addPass(createWeftShardPresets(presets));
   pm.addPass(createWeftPropagateSharding({options.padUneven}));
   pm.addPass(createWeftPartition());

@@ -239,7 +239,9 @@ private:
                                   rule->resultBlocks[index][dim]});
 
     for (auto [factor, factorUses] : llvm::enumerate(uses)) {
-      if (rule->kinds[factor] == FactorKind::Whole)
+      FactorKind kind = rule->kinds[factor];
+      if (kind == FactorKind::Whole ||
+          (kind == FactorKind::Context && !mesh.contextAxis))
         continue;
       // The strongest sharding of this factor, in factor terms (blocks
       // divided by what the dim itself contributes).
@@ -250,6 +252,11 @@ private:
         if (!state.sharding.isSplit() || state.priority > round ||
             state.priority >= bestPriority ||
             state.sharding.blocks % use.blocks != 0)
+          continue;
+        // Attention's sequence splits over the context axis alone.
+        if (kind == FactorKind::Context &&
+            !(state.sharding.axes.size() == 1 &&
+              state.sharding.axes[0] == *mesh.contextAxis))
           continue;
         best = DimSharding{state.sharding.axes,
                            state.sharding.blocks / use.blocks};

@@ -140,10 +140,28 @@ struct WeftShardPresetsPass
       return axis;
     };
     for (const std::string &strategy : parallel) {
-      if (strategy != "dp" && strategy != "megatron") {
+      if (strategy != "dp" && strategy != "megatron" && strategy != "cp") {
         module.emitError() << "unknown parallel strategy '" << strategy
-                           << "' (expected dp or megatron)";
+                           << "' (expected dp, megatron or cp)";
         return signalPassFailure();
+      }
+      if (strategy == "cp") {
+        std::optional<MeshAxis> cp = axisFor("cp", "cp");
+        if (!cp)
+          return signalPassFailure();
+        if (contextAttention != "ring" && contextAttention != "all-to-all") {
+          module.emitError()
+              << "unknown context attention '" << contextAttention
+              << "' (expected ring or all-to-all)";
+          return signalPassFailure();
+        }
+        for (auto grid : module.getOps<shard::GridOp>()) {
+          OpBuilder builder(grid);
+          grid->setAttr(WeftDialect::kContextAxisAttrName,
+                        builder.getStringAttr("cp"));
+          grid->setAttr(WeftDialect::kContextAttentionAttrName,
+                        builder.getStringAttr(contextAttention));
+        }
       }
     }
     // A layer is named once, though every function of a training step
@@ -157,6 +175,10 @@ struct WeftShardPresetsPass
           if (!dp)
             return signalPassFailure();
           annotateDataParallel(annotator, func, *dp);
+        } else if (strategy == "cp") {
+          if (failed(annotateContextParallel(annotator, func,
+                                             *theMesh.axisNamed("cp"))))
+            return signalPassFailure();
         } else {
           std::optional<MeshAxis> tp = axisFor("tp", "megatron");
           if (!tp)
@@ -241,6 +263,29 @@ struct WeftShardPresetsPass
                         kWeightPriority);
         return;
       }
+  }
+
+  /// The sequence is the dim after the batch of the first model input
+  /// (token ids [batch, seq]); propagation carries the split to the labels
+  /// and positions.
+  static LogicalResult annotateContextParallel(Annotator &annotator,
+                                               func::FuncOp func, MeshAxis cp) {
+    for (BlockArgument arg : func.getArguments()) {
+      if (!func.getArgAttr(arg.getArgNumber(), WeftDialect::kInputAttrName))
+        continue;
+      auto type = llvm::cast<RankedTensorType>(arg.getType());
+      auto batchDim = func.getArgAttrOfType<IntegerAttr>(
+          arg.getArgNumber(), WeftDialect::kBatchDimAttrName);
+      int64_t sequence = (batchDim ? batchDim.getInt() : 0) + 1;
+      if (type.getRank() <= sequence)
+        return func.emitError()
+               << "cp splits the sequence, the dim after the batch, of the "
+                  "first model input, which has "
+               << type.getRank() << " dims";
+      annotator.split(arg, sequence, cp, kWeightPriority);
+      return success();
+    }
+    return success();
   }
 
   /// Returns the numbered layers with contractions by parameters of which

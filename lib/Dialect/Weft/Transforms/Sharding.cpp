@@ -1,6 +1,7 @@
 //===- Sharding.cpp - Meshes, shardings and annotations -------------------===//
 
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -75,6 +76,12 @@ std::optional<Mesh> Mesh::find(ModuleOp module) {
                             : StringAttr();
       mesh.names.push_back(name ? name.str() : "axis" + std::to_string(axis));
     }
+    if (auto context =
+            grid->getAttrOfType<StringAttr>(WeftDialect::kContextAxisAttrName))
+      mesh.contextAxis = mesh.axisNamed(context.getValue());
+    auto attention =
+        grid->getAttrOfType<StringAttr>(WeftDialect::kContextAttentionAttrName);
+    mesh.contextRing = attention && attention.getValue() == "ring";
     return mesh;
   }
   return std::nullopt;

@@ -273,6 +273,12 @@ struct WeftDeriveTrainStepPass
                            lossBuilder.crossEntropy(logits,
                                                     body->getArguments().back(),
                                                     ignoreIndex));
+    if (fusedAttentionBackward)
+      loss.walk([&](AttentionOp attention) {
+        if (!attention.getMask())
+          attention->setAttr(WeftDialect::kFusedBackwardAttrName,
+                             UnitAttr::get(attention.getContext()));
+      });
     FailureOr<func::FuncOp> grad =
         buildGradientFunction(loss, "train_loss_grad");
     if (failed(grad))

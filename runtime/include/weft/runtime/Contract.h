@@ -37,11 +37,14 @@ enum class CollectiveKind : int64_t {
   AllGather = 1,     // dim: the tensor dim gathered along
   ReduceScatter = 2, // dim: the tensor dim scattered along
   AllToAll = 3,      // dim: split along, concat_dim: concatenated along
+  Shift = 4,         // dim: offset; position p sends to p + dim (mod size)
 };
 /// `weft_send_<dtype>(in, out, axes_mask, peer, tag)` sends `in` to `peer`
 /// (its position along the group's axes) and copies it to `out`;
 /// `weft_recv_<dtype>(in, out, axes_mask, peer, tag)` receives into `out`.
 /// Tags keep a pipeline's messages between two ranks apart.
+/// The tag of a shift's messages (pipeline tags count up from 0).
+constexpr int kShiftTag = 32767;
 constexpr const char *kSendFunctionPrefix = "weft_send_";
 constexpr const char *kRecvFunctionPrefix = "weft_recv_";
 /// `weft_mesh_coordinate(axis) -> i64`: this rank's coordinate on `axis`.

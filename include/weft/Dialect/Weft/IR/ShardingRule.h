@@ -24,6 +24,9 @@ enum class FactorKind {
   /// It must stay whole on every rank (a softmax axis, normalized dims, a
   /// sliced dim...).
   Whole,
+  /// Attention's sequence: whole, except over the mesh's context-parallel
+  /// axis, where the partitioner runs the op as a ring or an all-to-all.
+  Context,
 };
 
 /// Shardy-style sharding rule: each tensor dim of an op maps to a factor
@@ -40,6 +43,9 @@ struct OpShardingRule {
   /// The same for the results (a concat of equal parts makes blocks).
   llvm::SmallVector<llvm::SmallVector<int64_t>> resultBlocks;
 
+  /// For an op with a Context factor: the factor (its heads) that the
+  /// all-to-all form splits over the context axis instead.
+  int64_t headFactor = -1;
   int64_t addFactor(FactorKind kind) {
     kinds.push_back(kind);
     return kinds.size() - 1;

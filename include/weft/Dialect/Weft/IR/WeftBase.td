@@ -93,6 +93,16 @@ def Weft_Dialect : Dialect {
     /// On a function split into pipeline stages: {stages, boundaries,
     /// tied} (a dictionary).
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "weft.pipeline";
+    /// On a `shard.grid`: the context-parallel axis (a StringAttr naming
+    /// it) and how attention runs over it, "ring" or "all-to-all".
+    static constexpr ::llvm::StringLiteral kContextAxisAttrName =
+        "weft.context_axis";
+    static constexpr ::llvm::StringLiteral kContextAttentionAttrName =
+        "weft.context_attention";
+    /// On a `weft.attention` (a UnitAttr): differentiate it into one
+    /// `weft.attention_grad` instead of its decomposed adjoint.
+    static constexpr ::llvm::StringLiteral kFusedBackwardAttrName =
+        "weft.fused_backward";
     /// On a `shard.sharding`: interleaved blocks per dim (DenseI64Array).
     static constexpr ::llvm::StringLiteral kBlocksAttrName = "weft.blocks";
     /// Argument and result attribute after partitioning: how the global

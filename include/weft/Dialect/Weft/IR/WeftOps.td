@@ -484,6 +484,56 @@ def Weft_AttentionOp : Weft_Op<"attention",
   let extraClassDeclaration = [{
     /// The scale applied to the scores: the attribute or 1/sqrt(head dim).
     double getEffectiveScale();
+    /// Whether `mask` is a constant i1 tensor whose last two dims are the
+    /// causal pattern for `s` queries and `t` keys (key j visible to query
+    /// i iff j <= i + t - s), the same across its leading dims.
+    static bool isCausalMask(::mlir::Value mask, int64_t s, int64_t t);
+  }];
+  // A constant causal mask (built from position comparisons, folded only
+  // after the fusion ran) becomes the `causal` attribute.
+  let hasCanonicalizer = 1;
+}
+
+def Weft_AttentionGradOp : Weft_Op<"attention_grad",
+    [Pure, AllElementTypesMatch<["query", "key", "value", "out", "out_grad",
+                                 "query_grad", "key_grad", "value_grad"]>,
+     AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
+     AllTypesMatch<["value", "value_grad"]>, AllTypesMatch<["out", "out_grad"]>]> {
+  let summary = "The gradients of a mask-free scaled dot-product attention";
+  let description = [{
+    Given `out = weft.attention(query, key, value)` with the same `causal`
+    and `scale`, and `out_grad` the gradient of the loss with respect to
+    `out`, returns the gradients with respect to `query`, `key` and `value`
+    (grouped key/value heads summed over their query heads).
+
+    The training step emits it, rather than the attention's decomposed
+    adjoint, for attentions marked `weft.fused_backward`: the sequence
+    splits over a context-parallel mesh axis inside one op, so
+    `weft-partition` can run it as a ring (key/value blocks and their
+    gradients passed around the axis) or as an all-to-all over heads. The
+    partitioner replaces every `weft.attention_grad` by its local form.
+
+    ```mlir
+    %dq, %dk, %dv = weft.attention_grad %q, %k, %v, %o, %do <{causal}>
+        : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>,
+          tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
+                       Weft_FloatTensor:$value, Weft_FloatTensor:$out,
+                       Weft_FloatTensor:$out_grad, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs Weft_FloatTensor:$query_grad, Weft_FloatTensor:$key_grad,
+                      Weft_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $out_grad prop-dict attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `,` type($out) `,`
+    type($out_grad)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale applied to the scores: the attribute or 1/sqrt(head dim).
+    double getEffectiveScale();
   }];
 }
 

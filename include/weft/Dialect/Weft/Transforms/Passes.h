@@ -26,14 +26,18 @@ struct SPMDPipelineOptions
     : public mlir::PassPipelineOptions<SPMDPipelineOptions> {
   Option<std::string> mesh{*this, "mesh",
                            llvm::cl::desc("Mesh axes, e.g. 'dp=2,tp=2'")};
-  ListOption<std::string> parallel{*this, "parallel",
-                                   llvm::cl::desc("Strategies: dp, megatron")};
+  ListOption<std::string> parallel{
+      *this, "parallel", llvm::cl::desc("Strategies: dp, megatron, cp")};
   Option<bool> sequenceParallel{
       *this, "sequence-parallel",
       llvm::cl::desc("Split norm regions on the sequence dim over tp"),
       llvm::cl::init(false)};
   Option<int64_t> zero{*this, "zero", llvm::cl::desc("ZeRO stage over dp"),
                        llvm::cl::init(0)};
+  Option<std::string> contextAttention{
+      *this, "context-attention",
+      llvm::cl::desc("How attention runs over cp: ring or all-to-all"),
+      llvm::cl::init("ring")};
   Option<bool> padUneven{
       *this, "pad-uneven",
       llvm::cl::desc("Pad a dim that does not divide by its mesh axis"),

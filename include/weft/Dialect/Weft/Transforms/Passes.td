@@ -191,7 +191,11 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     Option<"computeType", "compute-type", "std::string", /*default=*/"\"f32\"",
            "Element type of the contractions: f32, or bf16 (mixed precision)">,
     Option<"markPhases", "mark-phases", "bool", /*default=*/"false",
-           "Mark each op with its micro-batch and phase (for pipelining)">
+           "Mark each op with its micro-batch and phase (for pipelining)">,
+    Option<"fusedAttentionBackward", "fused-attention-backward", "bool",
+           /*default=*/"false",
+           "Differentiate each mask-free self-attention into one "
+           "weft.attention_grad (context parallelism partitions it)">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }
@@ -217,6 +221,14 @@ def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
       part. The embedding table (gathered on axis 0) is split by rows
       (vocab-parallel), and a linear that feeds a model output (the LM
       head) by columns.
+    - `cp`: context parallelism over `cp`: the first model input is split
+      on its sequence dim (the dim after the batch); propagation carries
+      the split through every token-local op and through attention's
+      sequence. The grid records the axis (`weft.context_axis`) and
+      `context-attention`, which `weft-partition` reads: `ring` keeps the
+      sequence split inside attention and passes key/value chunks around
+      the axis (online softmax); `all-to-all` (DeepSpeed-Ulysses) moves the
+      split from the sequence to the heads around each attention.
     - `sequence-parallel`: the inputs and results of layer and RMS norms
       are split on the sequence dim (the second-to-last) over `tp`, at a
       lower priority than the weight annotations.
@@ -243,7 +255,10 @@ def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
            "Split norm regions on the sequence dim over tp">,
     Option<"zero", "zero", "int64_t", /*default=*/"0",
            "ZeRO stage over dp: 1 and 2 split the optimizer state (the "
-           "gradients then arrive reduce-scattered), 3 also the parameters">
+           "gradients then arrive reduce-scattered), 3 also the parameters">,
+    Option<"contextAttention", "context-attention", "std::string",
+           /*default=*/"\"ring\"",
+           "How attention runs over cp: ring or all-to-all">
   ];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::shard::ShardDialect"];
 }

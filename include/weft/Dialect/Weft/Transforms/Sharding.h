@@ -32,6 +32,10 @@ struct Mesh {
   std::string symbol;
   llvm::SmallVector<std::string> names;
   llvm::SmallVector<int64_t> sizes;
+  /// The context-parallel axis, if any, and whether attention runs over it
+  /// as a ring (else as an all-to-all over heads).
+  std::optional<MeshAxis> contextAxis;
+  bool contextRing = false;
 
   int64_t size(llvm::ArrayRef<MeshAxis> axes) const;
   std::optional<MeshAxis> axisNamed(llvm::StringRef name) const;
