@@ -4,12 +4,15 @@
 For every row of the CSV, weft-plan prices the published configuration
 (--fix with the row's dp, tp, pp, micro-batch size, schedule, recomputation
 and sequence parallelism; "?" for one the source does not state leaves it
-to the planner) on a cluster of the row's size: two optional trailing
-columns give the sequence length (default 2048) and the cluster preset
-(default dgx-a100-80g). A "tflops" row's predicted step time is turned
+to the planner) on a cluster of the row's size: optional trailing
+columns give the sequence length (default 2048), the cluster preset
+(default dgx-a100-80g), the context-parallel degree (default 1) and the
+model family with its options (default "gpt"; e.g. "llama:kv-heads=8,
+ffn=14336", quoted). A "tflops" row's predicted step time is turned
 into TFLOP/s per GPU with the formula its source uses (Narayanan et al.
 2021, eq. 3); a "step_s" row compares step times, an "mfu" row the
-planner's MFU (model FLOPs over the bf16 peak) with the published one.
+planner's MFU (model FLOPs over the bf16 peak) with the published one,
+a "tokens_per_gpu" row tokens per second per GPU.
 Prints a markdown table and the median absolute error; exits 1 when that
 exceeds --max-median-error.
 """
@@ -44,17 +47,20 @@ def main():
     for row in rows:
         (source, params, layers, hidden, heads, vocab, gpus, tp, pp, batch,
          mbs, schedule, v, zero, recompute, sp, metric, published) = row[:18]
-        seq, cluster = (row[18:] + ["2048", "dgx-a100-80g"][len(row) - 18:])[:2]
-        layers, hidden, heads, vocab, gpus, tp, pp, batch, seq = map(
-            int, (layers, hidden, heads, vocab, gpus, tp, pp, batch, seq))
-        dp = gpus // (tp * pp)
+        defaults = ["2048", "dgx-a100-80g", "1", "gpt"]
+        seq, cluster, cp, family = (row[18:] + defaults[len(row) - 18:])[:4]
+        layers, hidden, heads, vocab, gpus, tp, pp, batch, seq, cp = map(
+            int, (layers, hidden, heads, vocab, gpus, tp, pp, batch, seq, cp))
+        dp = gpus // (tp * pp * cp)
+        family, _, options = family.partition(":")
+        model = (f"{family}:layers={layers},hidden={hidden},heads={heads},"
+                 f"vocab={vocab},seq={seq}" + (f",{options}" if options else ""))
         pinned = {"mbs": mbs, "schedule": schedule, "v": v, "zero": zero,
                   "recompute": recompute, "sp": sp}
-        fix = f"dp={dp},tp={tp},pp={pp}" + "".join(
+        fix = f"dp={dp},tp={tp},pp={pp},cp={cp}" + "".join(
             f",{key}={value}" for key, value in pinned.items() if value != "?")
         command = [args.weft_plan,
-                   f"--synthetic=gpt:layers={layers},hidden={hidden},"
-                   f"heads={heads},vocab={vocab},seq={seq}",
+                   f"--synthetic={model}",
                    f"--cluster={cluster}", f"--nodes={gpus // 8}",
                    f"--global-batch={batch}", f"--fix={fix}", "--json",
                    "--top=1"]
@@ -71,6 +77,10 @@ def main():
                          (gpus * plan["step_time"]) / 1e12)
             error = 100 * (predicted - published) / published
             shown = f"{published:g} TFLOP/s | {predicted:.1f} TFLOP/s"
+        elif metric == "tokens_per_gpu":
+            predicted = plan["tokens_per_second"] / gpus
+            error = 100 * (predicted - published) / published
+            shown = f"{published:g} tokens/s/GPU | {predicted:.0f}"
         elif metric == "mfu":
             predicted = 100 * plan["mfu"]
             error = 100 * (predicted - published) / published
@@ -88,6 +98,8 @@ def main():
             strategy = (f"{schedule}{',v=' + v if v not in ('?', '1') else ''}, "
                         f"recompute={recompute}{', sp' if sp == '1' else ''}"
                         f"{', zero=' + zero if zero not in ('?', '0') else ''}")
+        if cp > 1:
+            strategy += f", cp={cp}"
         print(f"| {source} | {params} | {gpus} | {tp} | {pp} | {dp} | "
               f"{batch} | {mbs} | {strategy} | {shown}{note} | "
               f"{error:+.1f}% |")

@@ -354,10 +354,17 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   if (plan.recompute == Recompute::Full)
     layerTpBackward += layerTpForward;
   const int64_t layersPerStage = (model.layers + plan.pp - 1) / plan.pp;
+  // Fused attention (FlashAttention) keeps no score tensor for the
+  // backward: without recomputation a layer holds what selective
+  // recomputation leaves.
+  const Recompute held =
+      cluster.fusedAttention && plan.recompute == Recompute::None
+          ? Recompute::Selective
+          : plan.recompute;
   const double activationPerLayer =
       activationBytesPerLayer(seqPerRank, plan.microbatchSize, model.hidden,
                               model.heads, plan.tp, plan.sequenceParallel,
-                              plan.recompute) *
+                              held) *
       (setup.mixedPrecision ? 1 : 2);
   const double inFlight =
       plan.pp == 1
@@ -703,7 +710,11 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
             schedules.push_back({ScheduleKind::GPipe, 1});
             schedules.push_back({ScheduleKind::OneFOneB, 1});
             schedules.push_back({ScheduleKind::ZeroBubbleH1, 1});
-            for (int64_t v : {2, 3, 4, 6, 8})
+            // A pinned number of chunks is priced whatever it is.
+            llvm::SmallVector<int64_t> chunks = {2, 3, 4, 6, 8};
+            if (constraints.virtualStages && *constraints.virtualStages > 1)
+              chunks = {*constraints.virtualStages};
+            for (int64_t v : chunks)
               if (m % pp == 0 && pp * v <= model.layers &&
                   model.layers % (pp * v) == 0)
                 schedules.push_back({ScheduleKind::Interleaved, v});
