@@ -78,7 +78,7 @@ static cl::opt<std::string>
     mesh("mesh", cl::desc("Partition for a device mesh: --mesh dp=2,tp=2"),
          cl::value_desc("axis=size,..."), cl::cat(category));
 static cl::list<std::string>
-    parallel("parallel", cl::desc("Parallel strategies: dp, megatron, cp"),
+    parallel("parallel", cl::desc("Parallel strategies: dp, megatron, cp, ep"),
              cl::CommaSeparated, cl::value_desc("strategy,..."),
              cl::cat(category));
 static cl::opt<bool>

@@ -1217,6 +1217,57 @@ LogicalResult Importer::importSize(const onnx::NodeProto &n) {
                                      typeOf(*x).getNumElements()));
 }
 
+/// A running sum along `axis` is a product by a constant triangular matrix
+/// (with the axis moved last): y[j] sums x[i] for i <= j (i < j with
+/// `exclusive`; i >= j, i > j with `reverse`). A matmul partitions and
+/// differentiates like any other; the sums are short (token positions).
+LogicalResult Importer::importCumSum(const onnx::NodeProto &n) {
+  FailureOr<Value> x = requiredInput(0);
+  FailureOr<HostTensor> axisTensor = constantInput(1, "axis");
+  if (failed(x) || failed(axisTensor))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t rank = type.getRank(), axis = axisTensor->ints[0];
+  if (axis < -rank || axis >= rank || rank == 0)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  int64_t size = type.getDimSize(axis);
+  bool exclusive = intAttr("exclusive", 0), reverse = intAttr("reverse", 0);
+  HostTensor sums = HostTensor::zeros({size, size}, type.getElementType());
+  for (int64_t i = 0; i < size; ++i)
+    for (int64_t j = 0; j < size; ++j) {
+      bool taken =
+          reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+      if (sums.isFloat())
+        sums.floats[i * size + j] = taken;
+      else
+        sums.ints[i * size + j] = taken;
+    }
+  SmallVector<int64_t> permutation =
+      llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(permutation[axis], permutation[rank - 1]);
+  auto moveAxis = [&](Value value) -> FailureOr<Value> {
+    if (axis == rank - 1)
+      return value;
+    return create<TransposeOp>(
+        ValueRange{value},
+        {named("permutation", builder.getDenseI64ArrayAttr(permutation))});
+  };
+  FailureOr<Value> moved = moveAxis(*x);
+  if (failed(moved))
+    return failure();
+  FailureOr<Value> summed =
+      create<MatmulOp>(ValueRange{*moved, constant(sums)});
+  if (failed(summed))
+    return failure();
+  FailureOr<Value> result = moveAxis(*summed);
+  if (failed(result))
+    return failure();
+  return setOutput(0, *result);
+}
+
 LogicalResult Importer::importTrilu(const onnx::NodeProto &n) {
   FailureOr<Value> x = requiredInput(0);
   if (failed(x))
@@ -1282,6 +1333,7 @@ const llvm::StringMap<NodeHandler> &handlers() {
     t["Shape"] = &Importer::importShape;
     t["Size"] = &Importer::importSize;
     t["Trilu"] = &Importer::importTrilu;
+    t["CumSum"] = &Importer::importCumSum;
     return t;
   }();
   return table;

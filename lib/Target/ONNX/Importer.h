@@ -127,6 +127,7 @@ public:
   LogicalResult importShape(const onnx::NodeProto &node);
   LogicalResult importSize(const onnx::NodeProto &node);
   LogicalResult importTrilu(const onnx::NodeProto &node);
+  LogicalResult importCumSum(const onnx::NodeProto &node);
 
 private:
   // Model loading.

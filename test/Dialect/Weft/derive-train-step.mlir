@@ -96,3 +96,19 @@ func.func @main(%ids: tensor<1x4xi64> {weft.input = "input_ids"}, %emb: tensor<6
   %logits = weft.linear %y, %emb <{transpose_weight}> : tensor<1x4x8xf32>, tensor<6x8xf32>
   return %logits : tensor<1x4x6xf32>
 }
+
+// -----
+
+// A scalar result named aux_loss (a mixture of experts' load-balancing
+// loss) is added to the cross-entropy.
+// CHECK-LABEL: func.func @train_loss_grad(%arg0: tensor<2x3xi64> {weft.input = "input_ids"}, %arg1: tensor<5x4xf32> {weft.param = "emb"}, %arg2: tensor<4x5xf32> {weft.param = "w"}, %arg3: tensor<f32> {weft.param = "aux_scale"}
+// CHECK: %[[AUX:.*]] = weft.mul %arg3, %arg3 : tensor<f32>, tensor<f32>
+// CHECK: %[[CE:.*]] = weft.neg
+// CHECK-NEXT: %[[LOSS:.*]] = weft.add %[[CE]], %[[AUX]] : tensor<f32>, tensor<f32>
+// CHECK: return %[[LOSS]],
+func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5x4xf32> {weft.param = "emb"}, %w: tensor<4x5xf32> {weft.param = "w"}, %s: tensor<f32> {weft.param = "aux_scale"}) -> (tensor<2x3x5xf32>, tensor<f32>) attributes {weft.outputs = ["logits", "aux_loss"]} {
+  %x = weft.gather %emb, %ids <{axis = 0}> : tensor<5x4xf32>, tensor<2x3xi64>
+  %logits = weft.linear %x, %w : tensor<2x3x4xf32>, tensor<4x5xf32>
+  %aux = weft.mul %s, %s : tensor<f32>, tensor<f32>
+  return %logits, %aux : tensor<2x3x5xf32>, tensor<f32>
+}

@@ -140,9 +140,10 @@ struct WeftShardPresetsPass
       return axis;
     };
     for (const std::string &strategy : parallel) {
-      if (strategy != "dp" && strategy != "megatron" && strategy != "cp") {
+      if (strategy != "dp" && strategy != "megatron" && strategy != "cp" &&
+          strategy != "ep") {
         module.emitError() << "unknown parallel strategy '" << strategy
-                           << "' (expected dp, megatron or cp)";
+                           << "' (expected dp, megatron, cp or ep)";
         return signalPassFailure();
       }
       if (strategy == "cp") {
@@ -175,6 +176,10 @@ struct WeftShardPresetsPass
           if (!dp)
             return signalPassFailure();
           annotateDataParallel(annotator, func, *dp);
+        } else if (strategy == "ep") {
+          std::optional<MeshAxis> ep = axisFor("ep", "ep");
+          if (!ep || failed(annotateExpertParallel(annotator, func, *ep)))
+            return signalPassFailure();
         } else if (strategy == "cp") {
           if (failed(annotateContextParallel(annotator, func,
                                              *theMesh.axisNamed("cp"))))
@@ -263,6 +268,49 @@ struct WeftShardPresetsPass
                         kWeightPriority);
         return;
       }
+  }
+
+  /// Expert parallelism: the experts' stacked weights (3-D parameters
+  /// [experts, ...] read by a batched matmul) split on their first dim
+  /// over ep, and the tokens (the first input's batch) too, as data
+  /// parallelism does; where the two meet, around the experts, the
+  /// partitioner moves the dispatched tokens by all-to-alls.
+  static LogicalResult annotateExpertParallel(Annotator &annotator,
+                                              func::FuncOp func, MeshAxis ep) {
+    int64_t parts = annotator.mesh.sizes[ep];
+    bool any = false;
+    for (BlockArgument arg : func.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), WeftDialect::kParamAttrName);
+      auto type = llvm::cast<RankedTensorType>(arg.getType());
+      if (!name || type.getRank() != 3 || !readByBatchedMatmul(arg))
+        continue;
+      if (type.getDimSize(0) % parts != 0)
+        return func.emitError()
+               << "ep: cannot split the " << type.getDimSize(0)
+               << " experts of parameter '" << name.getValue()
+               << "' over mesh axis 'ep' (size " << parts << "): not divisible";
+      annotator.split(arg, 0, ep, kWeightPriority);
+      any = true;
+    }
+    if (!any)
+      return func.emitError(
+          "ep: the model has no experts (3-D parameters [experts, ...] read "
+          "by a batched matmul) to split over 'ep'");
+    annotateDataParallel(annotator, func, ep);
+    return success();
+  }
+
+  /// Whether `value` reaches a weft.matmul through views.
+  static bool readByBatchedMatmul(Value value) {
+    for (Operation *user : value.getUsers()) {
+      if (isa<MatmulOp>(user))
+        return true;
+      if (isa<UnsqueezeOp, ReshapeOp, CastOp, ExpandOp>(user) &&
+          readByBatchedMatmul(user->getResult(0)))
+        return true;
+    }
+    return false;
   }
 
   /// The sequence is the dim after the batch of the first model input

@@ -261,18 +261,34 @@ struct WeftDeriveTrainStepPass
     IRMapping mapping;
     mapping.map(main.getArguments(), body->getArguments().drop_back());
     Value logits;
+    // A scalar result named `aux_loss` (a mixture of experts' load-balancing
+    // loss, weighted by the model) is added to the cross-entropy.
+    SmallVector<Value> auxLosses;
+    auto outputNames =
+        main->getAttrOfType<ArrayAttr>(WeftDialect::kOutputsAttrName);
     for (Operation &op : main.getBody().front()) {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         logits = mapping.lookup(ret.getOperand(0));
+        for (unsigned i = 1;
+             outputNames && i < ret.getNumOperands() && i < outputNames.size();
+             ++i) {
+          auto name = llvm::dyn_cast<StringAttr>(outputNames[i]);
+          auto type =
+              llvm::dyn_cast<RankedTensorType>(ret.getOperand(i).getType());
+          if (name && name.getValue() == "aux_loss" && type &&
+              type.getRank() == 0 && type.getElementType() == element)
+            auxLosses.push_back(mapping.lookup(ret.getOperand(i)));
+        }
         break;
       }
       lb.clone(op, mapping);
     }
     StepBuilder lossBuilder(lb, main.getLoc(), element);
-    func::ReturnOp::create(lb, main.getLoc(),
-                           lossBuilder.crossEntropy(logits,
-                                                    body->getArguments().back(),
-                                                    ignoreIndex));
+    Value total = lossBuilder.crossEntropy(logits, body->getArguments().back(),
+                                           ignoreIndex);
+    for (Value aux : auxLosses)
+      total = AddOp::create(lb, main.getLoc(), total, aux);
+    func::ReturnOp::create(lb, main.getLoc(), total);
     if (fusedAttentionBackward)
       loss.walk([&](AttentionOp attention) {
         if (!attention.getMask())

@@ -5,7 +5,7 @@
 
 // TWICE: mesh axis 'dp' appears twice
 // SIZE: bad mesh axis 'dp=0' (expected NAME=SIZE with SIZE >= 1)
-// UNKNOWN: unknown parallel strategy 'zero' (expected dp, megatron or cp)
+// UNKNOWN: unknown parallel strategy 'zero' (expected dp, megatron, cp or ep)
 
 // expected-error @below {{strategy 'megatron' needs a mesh axis named 'tp'}}
 module {

@@ -27,7 +27,7 @@ struct SPMDPipelineOptions
   Option<std::string> mesh{*this, "mesh",
                            llvm::cl::desc("Mesh axes, e.g. 'dp=2,tp=2'")};
   ListOption<std::string> parallel{
-      *this, "parallel", llvm::cl::desc("Strategies: dp, megatron, cp")};
+      *this, "parallel", llvm::cl::desc("Strategies: dp, megatron, cp, ep")};
   Option<bool> sequenceParallel{
       *this, "sequence-parallel",
       llvm::cl::desc("Split norm regions on the sequence dim over tp"),

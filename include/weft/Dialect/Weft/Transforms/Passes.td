@@ -155,6 +155,10 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     template keeps the gradients partial sums until the update, so data
     parallelism reduces them once per step.
 
+    A scalar result of `main` named `aux_loss` (in `weft.outputs`; a
+    mixture of experts' load-balancing loss, weighted by the model) is
+    added to the cross-entropy.
+
     With `compute-type=bf16`, every f32 linear and matmul of `main` runs on
     bf16 operands (cast on the way in, the result cast back to f32; the
     lowering accumulates in f32), as PyTorch's autocast does; norms,
@@ -229,6 +233,11 @@ def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
       sequence split inside attention and passes key/value chunks around
       the axis (online softmax); `all-to-all` (DeepSpeed-Ulysses) moves the
       split from the sequence to the heads around each attention.
+    - `ep`: expert parallelism over `ep`: the experts' stacked weights
+      (3-D parameters [experts, ...] read by a batched matmul) are split
+      on their first dim, and the first model input on its batch dim, as
+      `dp` does; the partitioner moves the dispatched tokens between the
+      two splits by all-to-alls (GShard).
     - `sequence-parallel`: the inputs and results of layer and RMS norms
       are split on the sequence dim (the second-to-last) over `tp`, at a
       lower priority than the weight annotations.
@@ -249,7 +258,7 @@ def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
            "Mesh axes, e.g. 'dp=2,tp=2' (needed unless the module has one)">,
     ListOption<"parallel", "parallel", "std::string",
-               "Strategies: dp, megatron">,
+               "Strategies: dp, megatron, cp, ep">,
     Option<"sequenceParallel", "sequence-parallel", "bool",
            /*default=*/"false",
            "Split norm regions on the sequence dim over tp">,
