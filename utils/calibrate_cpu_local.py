@@ -37,6 +37,9 @@ def main():
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--attempts", type=int, default=1,
+                        help="measure again when the fit finds no positive "
+                             "efficiencies (the machine's speed changed)")
     args = parser.parse_args()
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     output = os.environ.get("WEFT_CPU_LOCAL") or os.path.join(
@@ -74,20 +77,22 @@ def main():
         run([str(tool("weftc")), models[name], "--train", "-o",
              programs[name]])
 
-    # This machine's speed drifts over seconds: the references take turns.
-    times = {name: [] for name in references}
-    for _ in range(args.rounds):
-        for name in references:
-            log = os.path.join(work, name + ".jsonl")
-            run([str(tool("weft-run")), "-n", "1",
-                 programs[name], "--data",
-                 os.path.join(here, "data", "tinyshakespeare.tokens"),
-                 "--steps", str(args.steps), "--print-every",
-                 str(args.steps), "--log", log], env=env)
-            steps = [json.loads(line) for line in open(log)]
-            tokens = references[name]["batch"] * references[name]["seq"]
-            times[name] += [tokens / s["tokens_per_s"] for s in steps[4:]]
-    measured = {name: statistics.median(t) for name, t in times.items()}
+    def measure():
+        """Each reference step's median time; the references take turns,
+        as this machine's speed drifts over seconds."""
+        times = {name: [] for name in references}
+        for _ in range(args.rounds):
+            for name in references:
+                log = os.path.join(work, name + ".jsonl")
+                run([str(tool("weft-run")), "-n", "1",
+                     programs[name], "--data",
+                     os.path.join(here, "data", "tinyshakespeare.tokens"),
+                     "--steps", str(args.steps), "--print-every",
+                     str(args.steps), "--log", log], env=env)
+                steps = [json.loads(line) for line in open(log)]
+                tokens = references[name]["batch"] * references[name]["seq"]
+                times[name] += [tokens / s["tokens_per_s"] for s in steps[4:]]
+        return {name: statistics.median(t) for name, t in times.items()}
 
     def predict(name, elementwise, update):
         """A reference step's predicted time at these efficiencies."""
@@ -107,16 +112,23 @@ def main():
     #   measured = GEMMs + elementwise / e_elementwise + update / e_update,
     # two equations for the two efficiencies.
     vanishing = 1e9
-    rows = {}
+    shares = {}
     for name in references:
         gemms = predict(name, vanishing, vanishing)
-        rows[name] = (predict(name, 1.0, vanishing) - gemms,
-                      predict(name, vanishing, 1.0) - gemms,
-                      measured[name] - gemms, gemms)
-    (e1, u1, r1, _), (e2, u2, r2, _) = rows["layers"], rows["update"]
-    det = e1 * u2 - e2 * u1
-    inverse_elementwise = (r1 * u2 - r2 * u1) / det
-    inverse_update = (e1 * r2 - e2 * r1) / det
+        shares[name] = (predict(name, 1.0, vanishing) - gemms,
+                        predict(name, vanishing, 1.0) - gemms, gemms)
+    # A speed change between the two references can leave no positive
+    # solution: measure again, up to --attempts times.
+    for attempt in range(args.attempts):
+        measured = measure()
+        rows = {name: (e, u, measured[name] - gemms, gemms)
+                for name, (e, u, gemms) in shares.items()}
+        (e1, u1, r1, _), (e2, u2, r2, _) = rows["layers"], rows["update"]
+        det = e1 * u2 - e2 * u1
+        inverse_elementwise = (r1 * u2 - r2 * u1) / det
+        inverse_update = (e1 * r2 - e2 * r1) / det
+        if inverse_elementwise > 0 and inverse_update > 0:
+            break
     for name, (e, u, r, gemms) in rows.items():
         print(f"reference step '{name}': measured "
               f"{measured[name] * 1e3:.1f} ms; its GEMMs {gemms * 1e3:.1f} "
@@ -125,8 +137,9 @@ def main():
     if inverse_elementwise <= 0 or inverse_update <= 0:
         sys.exit("calibrate_cpu_local: error: the reference steps fit no "
                  "positive efficiencies (1/elementwise "
-                 f"{inverse_elementwise:.3g}, 1/update {inverse_update:.3g}):"
-                 " the machine's speed changed between them; run again")
+                 f"{inverse_elementwise:.3g}, 1/update {inverse_update:.3g})"
+                 f" in {args.attempts} attempt(s): the machine's speed "
+                 "changed between them; run again")
     cluster["efficiency"]["elementwise"] = 1 / inverse_elementwise
     cluster["efficiency"]["update"] = 1 / inverse_update
     json.dump(cluster, open(output, "w"), indent=1)
