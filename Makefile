@@ -13,6 +13,8 @@ DEMO_DIR = $(BUILD)/demo
 # The scripts in utils/ and bench/ find the tools through the weft package,
 # which the build assembles here.
 export PYTHONPATH := $(abspath $(BUILD))/python
+# Runs write nothing into the repository, bytecode caches included.
+export PYTHONDONTWRITEBYTECODE := 1
 
 # The sanitized build (ASan + UBSan, clang, libFuzzer coverage) for
 # `make check-asan` and `make fuzz`, beside the normal one.

@@ -18,7 +18,8 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 # assembles: PYTHONPATH set on each command, because lit overwrites it in
 # the shell environment once it runs a builtin (cat) out of process.
 config.weft_python_path = os.path.join(config.weft_obj_root, "python")
-python_env = "PYTHONPATH=%s" % config.weft_python_path
+# No bytecode caches next to the scripts: runs write nothing into the repo.
+python_env = "PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=%s" % config.weft_python_path
 if config.weft_sanitizer_runtime:
     config.available_features.add("asan")
     # CPython's own allocations are not for LeakSanitizer to judge.
