@@ -430,13 +430,17 @@ LogicalResult Compilation::choosePlan() {
       o.mesh += (o.mesh.empty() ? "" : ",") + std::string(name) + "=" +
                 std::to_string(size);
   };
+  // The experts' ranks are the inner part of the data-parallel group.
   axis("pp", plan.pp);
-  axis("dp", plan.dp);
+  axis("dp", plan.dp / plan.ep);
+  axis("ep", plan.ep);
   axis("cp", plan.cp);
   axis("tp", plan.tp);
   o.parallel.clear();
-  if (plan.dp > 1)
+  if (plan.dp / plan.ep > 1)
     o.parallel.push_back("dp");
+  if (plan.ep > 1)
+    o.parallel.push_back("ep");
   if (plan.tp > 1)
     o.parallel.push_back("megatron");
   if (plan.cp > 1) {
@@ -532,8 +536,12 @@ LogicalResult Compilation::checkGradSync() {
   if (o.dpSyncEvery < 1)
     return fail("--dp-sync every=K needs K of at least 1, not " +
                 std::to_string(o.dpSyncEvery));
+  bool expertParallel = llvm::is_contained(o.parallel, "ep");
   if (o.dpSyncEvery > 1) {
     std::string every = "--dp-sync every=" + std::to_string(o.dpSyncEvery);
+    if (expertParallel)
+      return fail(every + " averages whole replicas, and --parallel ep "
+                          "splits the experts over them: drop one of them");
     if (!dataParallel || o.program != ProgramKind::Train)
       return fail(every + " averages data-parallel replicas: it needs a "
                           "training step (--train) over a mesh axis 'dp' "
@@ -552,6 +560,11 @@ LogicalResult Compilation::checkGradSync() {
     return fail("--grad-sync " + o.gradSync +
                 " sums data-parallel gradients: it needs a training step "
                 "(--train) over a mesh axis 'dp' with --parallel dp");
+  if (expertParallel)
+    return fail("--grad-sync " + o.gradSync +
+                " sums over dp alone, and with --parallel ep the gradients "
+                "of the weights outside the experts sum over dp and ep: drop "
+                "one of them");
   if (o.zero)
     return fail("--grad-sync " + o.gradSync +
                 " all-reduces whole gradients, and ZeRO reduce-scatters them "

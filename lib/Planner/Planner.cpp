@@ -50,7 +50,20 @@ std::string Plan::str() const {
                           : std::string()) +
          (cp > 1 ? ",cp=" + std::to_string(cp) +
                        ",cp_attention=" + contextAttentionName(cpAttention)
-                 : std::string());
+                 : std::string()) +
+         (ep > 1 ? ",ep=" + std::to_string(ep) : std::string());
+}
+
+/// What expert parallelism is not compiled with, if `gradSync`,
+/// `dpSyncEvery` or `cp` asks for it; else nullptr.
+static const char *
+expertParallelConflict(std::optional<runtime::GradSync> gradSync,
+                       int64_t dpSyncEvery, int64_t cp) {
+  return gradSync && *gradSync != runtime::GradSync::Library
+             ? "sync= (the runtime's own all-reduces sum over dp alone)"
+         : dpSyncEvery > 1 ? "dp_sync="
+         : cp > 1          ? "cp= above 1"
+                           : nullptr;
 }
 
 std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
@@ -124,6 +137,8 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
       ok = integer(c.dpSyncEvery, 1);
     } else if (key == "cp") {
       ok = integer(c.cp, 1);
+    } else if (key == "ep") {
+      ok = integer(c.ep, 1);
     } else if (key == "cp_attention") {
       if (value == "ring")
         c.cpAttention = ContextAttention::Ring;
@@ -145,7 +160,7 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
     } else {
       error = "unknown key '" + key.str() +
               "' (dp, tp, pp, mbs, m, schedule, v, zero, recompute, sp, sync, "
-              "dp_sync, cp, cp_attention)";
+              "dp_sync, cp, cp_attention, ep)";
       ok = false;
     }
     if (!ok)
@@ -166,6 +181,14 @@ std::optional<PlanConstraints> PlanConstraints::parse(const std::string &text,
             " lets the replicas step alone: it takes neither zero= above 0 "
             "nor sync=";
     return std::nullopt;
+  }
+  if (c.ep && *c.ep > 1) {
+    if (const char *conflict = expertParallelConflict(
+            c.gradSync, c.dpSyncEvery.value_or(1), c.cp.value_or(1))) {
+      error = "ep=" + std::to_string(*c.ep) +
+              " is not compiled together with " + conflict;
+      return std::nullopt;
+    }
   }
   return c;
 }
@@ -203,9 +226,11 @@ struct Pricer {
   }
 
   /// Seconds of `work`, its elementwise ops at `elementwise` of their
-  /// roofline.
+  /// roofline. `experts`, when given, is the share of the stacked expert
+  /// weights a rank holds (1/ep): their bytes do not scale with the batch.
   double compute(const Work &work, double scale, double elementBytes,
-                 double hit, double elementwise) const {
+                 double hit, double elementwise,
+                 std::optional<double> experts = std::nullopt) const {
     double peak =
         setup.mixedPrecision ? cluster.gpu.peakBf16 : cluster.gpu.peakFp32;
     double seconds = cluster.gpu.opOverhead * double(work.ops.size());
@@ -213,6 +238,8 @@ struct Pricer {
       double elements =
           op.elements - (cluster.fusedAttention ? op.scoreElements : 0);
       double bytes = elements * scale * elementBytes;
+      if (experts)
+        bytes += op.expertWeightElements * (*experts - scale) * elementBytes;
       // An op larger than the cache streams all of it from memory.
       double cached = bytes <= rankCache() ? hit : 0;
       double secondsPerByte = (1 - cached) / cluster.gpu.memoryBandwidth;
@@ -265,10 +292,45 @@ struct Pricer {
 struct Stage {
   double compute = 0, tensorParallel = 0, backward = 0;
   double parameters = 0;
+  /// Of `parameters`, the experts' weights split over ep (their gradients
+  /// sum over dp/ep ranks, the others' over dp).
+  double splitExpertParameters = 0;
   double activations = 0;
 };
 
 } // namespace
+
+/// Why `plan`'s expert parallelism does not apply to `model`; empty when it
+/// does (or ep is 1).
+static std::string expertParallelError(const ModelProfile &model,
+                                       const Plan &plan) {
+  if (plan.ep == 1)
+    return "";
+  if (model.experts == 0)
+    return formatv("ep={0}: the model has no experts (3-D parameters "
+                   "[experts, ...] read by a batched matmul)",
+                   plan.ep);
+  if (model.experts % plan.ep != 0)
+    return formatv("ep={0} does not divide the model's {1} experts", plan.ep,
+                   model.experts);
+  if (plan.dp % plan.ep != 0)
+    return formatv("ep={0} does not divide dp={1}: the experts' ranks are a "
+                   "part of the data-parallel group",
+                   plan.ep, plan.dp);
+  if (!model.expertError.empty())
+    return "ep=" + std::to_string(plan.ep) +
+           ": expert parallelism could not be profiled at ep=2: " +
+           model.expertError;
+  if (const char *conflict =
+          expertParallelConflict(plan.gradSync, plan.dpSyncEvery, plan.cp))
+    return formatv("ep={0} is not compiled together with {1}", plan.ep,
+                   conflict);
+  if (plan.zero > 0 && plan.dp == plan.ep)
+    return formatv("zero={0} shards over the replicas of each expert, and "
+                   "with ep = dp = {1} there are none",
+                   plan.zero, plan.ep);
+  return "";
+}
 
 /// The prediction on `cluster` as described (its links' latencies as
 /// given).
@@ -299,6 +361,9 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
                     plan.tp, plan.cp, model.heads, model.kvHeads);
     return std::nullopt;
   }
+  error = expertParallelError(model, plan);
+  if (!error.empty())
+    return std::nullopt;
   if (setup.globalBatch % (plan.dp * plan.microbatchSize) != 0 ||
       setup.globalBatch / (plan.dp * plan.microbatchSize) !=
           plan.microbatches) {
@@ -379,7 +444,14 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
 
   auto stage = [&](bool first, bool last) {
     Stage s;
-    s.parameters = layersPerStage * profile->layerParameters;
+    if (plan.ep > 1)
+      s.splitExpertParameters =
+          layersPerStage * profile->layerExpertParameters / plan.ep;
+    s.parameters =
+        layersPerStage *
+            (profile->layerParameters - profile->layerExpertParameters) +
+        (plan.ep > 1 ? s.splitExpertParameters
+                     : layersPerStage * profile->layerExpertParameters);
     if (first && last)
       s.parameters += profile->otherParameters;
     else
@@ -392,7 +464,8 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
     // micro-batch and, on average, half of the others it holds.
     double hit = price.cacheHit(s.activations / held * (held + 1) / 2);
     auto computeTime = [&](const Work &w) {
-      return price.compute(w, scale, act, hit, efficiency.elementwise);
+      return price.compute(w, scale, act, hit, efficiency.elementwise,
+                           1.0 / plan.ep);
     };
     // One micro-batch of one layer.
     double layerForward = computeTime(profile->layerForward);
@@ -483,6 +556,24 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   }
   const double contextPerMicrobatch =
       layersPerStage * std::max(0.0, contextPerLayer - contextHidden);
+  // Expert parallelism's dispatch and combine all-to-alls, per layer and
+  // micro-batch, over ep ranks tp apart; they block: the experts wait for
+  // their tokens.
+  double expertPerMicrobatch = 0;
+  if (plan.ep > 1) {
+    auto allToAlls = [&](const Work &w) {
+      double seconds = 0;
+      for (const CollectiveWork &c : w.collectives)
+        seconds += price.dataParallel(
+            Collective::AllToAll, c.elements * scale * act, plan.ep, plan.tp);
+      return seconds;
+    };
+    double forward = allToAlls(model.expertForward);
+    double perLayer = forward + allToAlls(model.expertBackward);
+    if (plan.recompute == Recompute::Full)
+      perLayer += forward;
+    expertPerMicrobatch = layersPerStage * perLayer;
+  }
 
   // The gradient sync: the one given, else the fastest over the stages
   // (the library's unless another is faster), priced for each. Ranks on
@@ -494,10 +585,16 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   // runtime's own algorithms sum over dp alone, so with cp the library's
   // all-reduce runs.
   runtime::GradSync sync = plan.gradSync.value_or(runtime::GradSync::Library);
-  bool chooseSync = !plan.gradSync && !cluster.cpuRanks() && plan.cp == 1;
+  bool chooseSync =
+      !plan.gradSync && !cluster.cpuRanks() && plan.cp == 1 && plan.ep == 1;
   bool localSteps = plan.dpSyncEvery > 1;
   const int64_t dpStride = plan.tp * plan.cp;
-  if (plan.dp > 1 && plan.zero == 0 && !localSteps && plan.cp == 1) {
+  // ZeRO shards over the ranks that hold the same weights: the dp group's
+  // dp/ep replicas of each expert (ranks tp·cp·ep apart).
+  const int64_t zeroDp = plan.dp / plan.ep;
+  const int64_t zeroStride = dpStride * plan.ep;
+  if (plan.dp > 1 && plan.zero == 0 && !localSteps && plan.cp == 1 &&
+      plan.ep == 1) {
     double best = 0;
     for (int mode = 0; mode <= int(runtime::GradSync::Hierarchical); ++mode) {
       double seconds = 0;
@@ -516,29 +613,35 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   for (const Stage &s : stages) {
     TimeBreakdown t;
     double perMicrobatch = s.compute + s.tensorParallel + sendsPerMicrobatch +
-                           contextPerMicrobatch;
+                           contextPerMicrobatch + expertPerMicrobatch;
     t.compute = m * s.compute;
     t.tensorParallel = m * s.tensorParallel;
     t.pipelineSends = m * sendsPerMicrobatch;
     t.contextParallel = m * contextPerMicrobatch;
+    t.expertParallel = m * expertPerMicrobatch;
     // ZB-H1 fills all but one pass of each of 1F1B's p-1 slots with
     // deferred weight-gradient passes (forward, input gradient and weight
     // gradient a third of a micro-batch each).
     double slots = plan.schedule == ScheduleKind::ZeroBubbleH1 ? 3.0 : v;
     t.bubble = plan.pp == 1 ? 0 : double(plan.pp - 1) / slots * perMicrobatch;
 
-    double gradientBytes = s.parameters * bytes.gradients;
+    double gradientBytes =
+        (s.parameters - s.splitExpertParameters) * bytes.gradients;
     double weightBytes = s.parameters * bytes.weights;
     double reduce =
-        plan.zero >= 1
-            ? price.dataParallel(Collective::ReduceScatter, gradientBytes,
-                                 plan.dp, dpStride) +
-                  price.dataParallel(Collective::AllReduce,
-                                     gradientBytes / plan.dp, plan.cp, plan.tp)
+        plan.zero >= 1 ? price.dataParallel(Collective::ReduceScatter,
+                                            gradientBytes, zeroDp, zeroStride) +
+                             price.dataParallel(Collective::AllReduce,
+                                                gradientBytes / zeroDp,
+                                                plan.cp * plan.ep, plan.tp)
         : plan.cp > 1
             ? price.dataParallel(Collective::AllReduce, gradientBytes,
                                  plan.dp * plan.cp, plan.tp)
             : price.gradientSync(sync, gradientBytes, plan.dp, plan.tp);
+    if (s.splitExpertParameters > 0)
+      reduce += price.dataParallel(
+          plan.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce,
+          s.splitExpertParameters * bytes.gradients, zeroDp, zeroStride);
     double hidden = cluster.overlapGradientReduction ? s.backward : 0;
     t.dataParallel = std::max(0.0, reduce - hidden);
     // Local SGD: no gradient sum; the weights and optimizer state are
@@ -554,14 +657,14 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
                             hidden);
     if (plan.zero >= 1)
       t.dataParallel += price.dataParallel(Collective::AllGather, weightBytes,
-                                           plan.dp, dpStride);
+                                           zeroDp, zeroStride);
     if (plan.zero == 3)
       t.zeroGathers = 2.0 * m *
                       price.dataParallel(Collective::AllGather, weightBytes,
-                                         plan.dp, dpStride);
+                                         zeroDp, zeroStride);
     // The update streams f32 state: price the profiled optimizer per
     // parameter it updates.
-    double updated = s.parameters / (plan.zero >= 1 ? plan.dp : 1);
+    double updated = s.parameters / (plan.zero >= 1 ? zeroDp : 1);
     if (profile->updateParameters > 0) {
       double share = updated / profile->updateParameters;
       double state =
@@ -584,7 +687,7 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
       }
     }
     MemoryBreakdown memory =
-        modelState(s.parameters, bytes, plan.zero, plan.dp, 1, 1);
+        modelState(s.parameters, bytes, plan.zero, zeroDp, 1, 1);
     memory.activations = s.activations;
     if (t.total() > prediction.time.total())
       prediction.time = t;
@@ -659,6 +762,14 @@ static llvm::SmallVector<int64_t> divisorsOf(int64_t n) {
   return out;
 }
 
+namespace {
+/// The degrees of a plan, and how attention runs over cp.
+struct Degrees {
+  int64_t tp, cp, pp, dp, ep;
+  ContextAttention cpAttention;
+};
+} // namespace
+
 SearchResult search(const ModelProfile &model, const Cluster &cluster,
                     const TrainingSetup &setup,
                     const PlanConstraints &constraints) {
@@ -672,6 +783,11 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
   // The runtime's own gradient-sync algorithms sum over dp alone.
   const bool cpAllowed = !constraints.gradSync ||
                          *constraints.gradSync == runtime::GradSync::Library;
+  const bool epAllowed =
+      model.experts > 0 && model.expertError.empty() &&
+      !expertParallelConflict(constraints.gradSync,
+                              constraints.dpSyncEvery.value_or(1), 1);
+  std::vector<Degrees> degrees;
   for (int64_t tp : divisorsOf(gpus)) {
     if (!allowed(constraints.tp, tp))
       continue;
@@ -680,103 +796,121 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
           (cp > 1 && (!cpAllowed || model.seq % cp != 0 ||
                       (!constraints.cp && cp > kLargestSearchedCp))))
         continue;
-      llvm::SmallVector<ContextAttention, 2> attentions;
-      for (ContextAttention attention :
-           {ContextAttention::Ring, ContextAttention::AllToAll})
-        if ((cp > 1 || attention == ContextAttention::Ring) &&
-            (!constraints.cpAttention || cp == 1 ||
-             *constraints.cpAttention == attention))
-          attentions.push_back(attention);
       for (int64_t pp : divisorsOf(gpus / tp / cp)) {
         int64_t dp = gpus / tp / cp / pp;
         if (!allowed(constraints.pp, pp) || !allowed(constraints.dp, dp) ||
             pp > model.layers || !model.find(tp, false))
           continue;
-        anyDegrees = true;
-        if (setup.globalBatch % dp != 0)
+        for (int64_t ep : divisorsOf(dp)) {
+          if (!allowed(constraints.ep, ep) ||
+              (ep > 1 && (!epAllowed || cp > 1 || model.experts % ep != 0)))
+            continue;
+          for (ContextAttention attention :
+               {ContextAttention::Ring, ContextAttention::AllToAll})
+            if ((cp > 1 || attention == ContextAttention::Ring) &&
+                (!constraints.cpAttention || cp == 1 ||
+                 *constraints.cpAttention == attention))
+              degrees.push_back({tp, cp, pp, dp, ep, attention});
+        }
+      }
+    }
+  }
+  // ZeRO reduce-scatters: no all-reduce for a sync to run.
+  const bool syncFixed =
+      (constraints.gradSync &&
+       *constraints.gradSync != runtime::GradSync::Library) ||
+      constraints.dpSyncEvery.value_or(1) > 1;
+  for (const Degrees &d : degrees) {
+    anyDegrees = true;
+    if (setup.globalBatch % d.dp != 0)
+      continue;
+    anyBatch = true;
+    for (int64_t mbs : divisorsOf(setup.globalBatch / d.dp)) {
+      if (!allowed(constraints.microbatchSize, mbs) ||
+          (!constraints.microbatchSize && mbs > 16))
+        continue;
+      int64_t m = setup.globalBatch / d.dp / mbs;
+      if (!allowed(constraints.microbatches, m))
+        continue;
+      llvm::SmallVector<std::pair<ScheduleKind, int64_t>> schedules;
+      if (d.pp == 1) {
+        schedules.push_back({ScheduleKind::OneFOneB, 1});
+      } else {
+        schedules.push_back({ScheduleKind::GPipe, 1});
+        schedules.push_back({ScheduleKind::OneFOneB, 1});
+        schedules.push_back({ScheduleKind::ZeroBubbleH1, 1});
+        // A pinned number of chunks is priced whatever it is.
+        llvm::SmallVector<int64_t> chunks = {2, 3, 4, 6, 8};
+        if (constraints.virtualStages && *constraints.virtualStages > 1)
+          chunks = {*constraints.virtualStages};
+        for (int64_t v : chunks)
+          if (m % d.pp == 0 && d.pp * v <= model.layers &&
+              model.layers % (d.pp * v) == 0)
+            schedules.push_back({ScheduleKind::Interleaved, v});
+      }
+      for (auto [kind, v] : schedules) {
+        if ((constraints.schedule && *constraints.schedule != kind) ||
+            !allowed(constraints.virtualStages, v))
           continue;
-        anyBatch = true;
-        for (int64_t mbs : divisorsOf(setup.globalBatch / dp)) {
-          if (!allowed(constraints.microbatchSize, mbs) ||
-              (!constraints.microbatchSize && mbs > 16))
+        for (int zero = 0; zero <= 3; ++zero) {
+          if ((zero > 0 && (d.dp == d.ep || syncFixed)) ||
+              !allowed(constraints.zero, zero))
             continue;
-          int64_t m = setup.globalBatch / dp / mbs;
-          if (!allowed(constraints.microbatches, m))
-            continue;
-          llvm::SmallVector<std::pair<ScheduleKind, int64_t>> schedules;
-          if (pp == 1) {
-            schedules.push_back({ScheduleKind::OneFOneB, 1});
-          } else {
-            schedules.push_back({ScheduleKind::GPipe, 1});
-            schedules.push_back({ScheduleKind::OneFOneB, 1});
-            schedules.push_back({ScheduleKind::ZeroBubbleH1, 1});
-            // A pinned number of chunks is priced whatever it is.
-            llvm::SmallVector<int64_t> chunks = {2, 3, 4, 6, 8};
-            if (constraints.virtualStages && *constraints.virtualStages > 1)
-              chunks = {*constraints.virtualStages};
-            for (int64_t v : chunks)
-              if (m % pp == 0 && pp * v <= model.layers &&
-                  model.layers % (pp * v) == 0)
-                schedules.push_back({ScheduleKind::Interleaved, v});
-          }
-          for (auto [kind, v] : schedules) {
-            if ((constraints.schedule && *constraints.schedule != kind) ||
-                !allowed(constraints.virtualStages, v))
+          for (Recompute recompute :
+               {Recompute::None, Recompute::Selective, Recompute::Full}) {
+            if ((constraints.recompute &&
+                 *constraints.recompute != recompute) ||
+                (recompute == Recompute::Selective &&
+                 !constraints.selectiveRecompute))
               continue;
-            for (int zero = 0; zero <= 3; ++zero) {
-              // ZeRO reduce-scatters: no all-reduce for a sync to run.
-              bool syncFixed =
-                  (constraints.gradSync &&
-                   *constraints.gradSync != runtime::GradSync::Library) ||
-                  constraints.dpSyncEvery.value_or(1) > 1;
-              if ((zero > 0 && (dp == 1 || syncFixed)) ||
-                  !allowed(constraints.zero, zero))
+            for (bool sp : {false, true}) {
+              if ((sp && d.tp == 1) || (constraints.sequenceParallel &&
+                                        *constraints.sequenceParallel != sp))
                 continue;
-              for (Recompute recompute :
-                   {Recompute::None, Recompute::Selective, Recompute::Full}) {
-                if ((constraints.recompute &&
-                     *constraints.recompute != recompute) ||
-                    (recompute == Recompute::Selective &&
-                     !constraints.selectiveRecompute))
-                  continue;
-                for (bool sp : {false, true}) {
-                  for (ContextAttention attention : attentions) {
-                    if ((sp && tp == 1) ||
-                        (constraints.sequenceParallel &&
-                         *constraints.sequenceParallel != sp))
-                      continue;
-                    Plan plan{dp,
-                              tp,
-                              pp,
-                              mbs,
-                              m,
-                              kind,
-                              v,
-                              zero,
-                              recompute,
-                              sp,
-                              constraints.gradSync,
-                              constraints.dpSyncEvery.value_or(1),
-                              cp,
-                              attention};
-                    std::string error;
-                    std::optional<Prediction> p =
-                        predict(model, cluster, setup, plan, error);
-                    ++result.evaluated;
-                    if (!p) {
-                      if (firstError.empty())
-                        firstError = error;
-                      continue;
-                    }
-                    (p->fits ? result.fitting : result.tooLarge).push_back(*p);
-                  }
-                }
+              Plan plan;
+              plan.dp = d.dp;
+              plan.tp = d.tp;
+              plan.pp = d.pp;
+              plan.microbatchSize = mbs;
+              plan.microbatches = m;
+              plan.schedule = kind;
+              plan.virtualStages = v;
+              plan.zero = zero;
+              plan.recompute = recompute;
+              plan.sequenceParallel = sp;
+              plan.gradSync = constraints.gradSync;
+              plan.dpSyncEvery = constraints.dpSyncEvery.value_or(1);
+              plan.cp = d.cp;
+              plan.cpAttention = d.cpAttention;
+              plan.ep = d.ep;
+              std::string error;
+              std::optional<Prediction> p =
+                  predict(model, cluster, setup, plan, error);
+              ++result.evaluated;
+              if (!p) {
+                if (firstError.empty())
+                  firstError = error;
+                continue;
               }
+              (p->fits ? result.fitting : result.tooLarge).push_back(*p);
             }
           }
         }
       }
     }
+  }
+  // A pinned ep the model cannot take: say why.
+  if (constraints.ep && result.fitting.empty() && result.tooLarge.empty()) {
+    Plan probe;
+    probe.ep = *constraints.ep;
+    probe.dp = constraints.dp.value_or(*constraints.ep);
+    probe.zero = int(constraints.zero.value_or(0));
+    probe.gradSync = constraints.gradSync;
+    probe.dpSyncEvery = constraints.dpSyncEvery.value_or(1);
+    probe.cp = constraints.cp.value_or(1);
+    std::string why = expertParallelError(model, probe);
+    if (!why.empty())
+      result.reasons.push_back(why);
   }
   // Equally fast: the one that holds less first.
   llvm::sort(result.fitting, [](const Prediction &a, const Prediction &b) {
@@ -797,7 +931,8 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
   if (!anyDegrees && result.reasons.empty())
     result.reasons.push_back(
         formatv("no dp·tp·pp·cp makes {0} GPUs with the constraints given (tp "
-                "must be a profiled degree, pp at most the {1} layers)",
+                "must be a profiled degree, pp at most the {1} layers, ep a "
+                "divisor of dp)",
                 gpus, model.layers));
   else if (!anyBatch)
     result.reasons.push_back(formatv(
@@ -838,6 +973,7 @@ std::string whyLost(const Prediction &loser, const Prediction &best) {
       {a.dataParallel - b.dataParallel, "gradient reduction"},
       {a.zeroGathers - b.zeroGathers, "ZeRO-3 gathers"},
       {a.contextParallel - b.contextParallel, "context-parallel messages"},
+      {a.expertParallel - b.expertParallel, "expert all-to-alls"},
       {a.coreSharing - b.coreSharing, "ranks sharing cores"},
       {a.optimizer - b.optimizer, "optimizer"}};
   llvm::sort(deltas, [](auto &x, auto &y) { return x.first > y.first; });
@@ -869,9 +1005,13 @@ std::string placement(const Plan &plan, const Cluster &cluster) {
       plan.cp > 1
           ? formatv(", cp={0}{1}", plan.cp, where(plan.tp, plan.cp)).str()
           : "";
-  return formatv("tp={0}{1}{2}, dp={3}{4}, pp={5}{6}", plan.tp,
+  std::string ep = plan.ep > 1 ? formatv(" (experts over ep={0}{1})", plan.ep,
+                                         where(plan.tp * plan.cp, plan.ep))
+                                     .str()
+                               : "";
+  return formatv("tp={0}{1}{2}, dp={3}{4}{5}, pp={6}{7}", plan.tp,
                  where(1, plan.tp), cp, plan.dp,
-                 where(plan.tp * plan.cp, plan.dp), plan.pp,
+                 where(plan.tp * plan.cp, plan.dp), ep, plan.pp,
                  where(plan.tp * plan.cp * plan.dp, plan.pp))
       .str();
 }
@@ -904,7 +1044,8 @@ std::vector<std::string> explain(const SearchResult &result,
                (p.cp > 1 ? std::string(",cp_attention=") +
                                contextAttentionName(p.cpAttention)
                          : "");
-      }};
+      },
+      [](const Plan &p) { return "ep=" + std::to_string(p.ep); }};
   // The placement first: what tensor parallelism across nodes, and no
   // pipeline, would have cost.
   auto fastestWhere = [&](auto predicate) -> const Prediction * {

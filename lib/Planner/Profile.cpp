@@ -2,6 +2,7 @@
 
 #include "weft/Planner/Profile.h"
 
+#include "weft/Dialect/Weft/IR/Experts.h"
 #include "weft/Dialect/Weft/IR/Flops.h"
 #include "weft/Dialect/Weft/IR/Layers.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
@@ -107,7 +108,12 @@ bool isScoreTensor(Type type, const ScoreShapes &scores) {
                             std::make_pair(dims[dims.size() - 2], dims.back()));
 }
 
-OpWork workOf(Operation *op, const ScoreShapes &scores) {
+/// The local types of a rank's stacked expert weights: values of these
+/// types (the weights, their gradients) are the experts' own.
+using ExpertTypes = llvm::SmallVector<Type, 2>;
+
+OpWork workOf(Operation *op, const ScoreShapes &scores,
+              const ExpertTypes &experts) {
   OpWork work;
   if (int64_t flops = contractionFlops(op)) {
     work.flops = double(flops);
@@ -119,6 +125,8 @@ OpWork workOf(Operation *op, const ScoreShapes &scores) {
     work.elements += elements;
     if (isScoreTensor(v.getType(), scores))
       work.scoreElements += elements;
+    if (llvm::is_contained(experts, v.getType()))
+      work.expertWeightElements += elements;
   };
   for (Value v : op->getOperands())
     if (!fusible || !isFusible(v.getDefiningOp()))
@@ -137,7 +145,12 @@ OpWork workOf(Operation *op, const ScoreShapes &scores) {
 enum class Part { Layer, Pre, Post, Update };
 
 struct Reader {
+  explicit Reader(const llvm::StringSet<> &expertNames)
+      : expertNames(expertNames) {}
+
   TensorParallelProfile profile;
+  /// The parameters that are stacked expert weights.
+  const llvm::StringSet<> &expertNames;
   llvm::StringSet<> layerNames;
   llvm::DenseMap<Operation *, Part> partOf;
 
@@ -150,6 +163,13 @@ struct Reader {
     std::optional<std::string> firstLayer;
     Work layerForward, layerBackward, layerAttention;
     ScoreShapes scores = scoreShapesOf(step);
+    ExpertTypes experts;
+    for (BlockArgument arg : step.getArguments())
+      if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "weft.param");
+          name && expertNames.contains(name.getValue()) &&
+          !llvm::is_contained(experts, arg.getType()))
+        experts.push_back(arg.getType());
     step.walk([&](Operation *op) {
       if (auto tag = op->getAttrOfType<StringAttr>("weft.phase"))
         phase = tag.getValue().str();
@@ -195,9 +215,9 @@ struct Reader {
         into->collectives.push_back(*collective);
         return;
       }
-      into->ops.push_back(workOf(op, scores));
+      into->ops.push_back(workOf(op, scores, experts));
       if (into == &layerForward && isa<AttentionOp>(op))
-        layerAttention.ops.push_back(workOf(op, scores));
+        layerAttention.ops.push_back(workOf(op, scores, experts));
     });
     double perLayer = layerNames.empty() ? 0 : 1.0 / layerNames.size();
     profile.layerForward = std::move(layerForward);
@@ -213,6 +233,8 @@ struct Reader {
       profile.updateParameters += elements;
       if (numberedLayerOf(name.getValue())) {
         profile.layerParameters += elements * perLayer;
+        if (expertNames.contains(name.getValue()))
+          profile.layerExpertParameters += elements * perLayer;
         continue;
       }
       profile.otherParameters += elements;
@@ -275,6 +297,15 @@ std::optional<ModelProfile> profileModel(ModuleOp module,
       model.hidden = query.getDimSize(1) * query.getDimSize(3);
     }
   });
+  llvm::StringSet<> expertNames;
+  for (BlockArgument arg : forward.getArguments()) {
+    auto name =
+        forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "weft.param");
+    if (!name || !isStackedExpertWeight(arg))
+      continue;
+    expertNames.insert(name.getValue());
+    model.experts = cast<ShapedType>(arg.getType()).getDimSize(0);
+  }
   if (forward.getNumArguments() == 0 || forward.getNumResults() == 0) {
     error = "'main' must take the token ids and return the logits";
     return std::nullopt;
@@ -303,47 +334,88 @@ std::optional<ModelProfile> profileModel(ModuleOp module,
   int64_t irLayers = std::max<int64_t>(1, layers.size());
   model.layers = std::max(modelLayers, irLayers);
 
+  // The training step, partitioned by `presets` (none: one rank); the
+  // partitioner's error in `failure`.
+  auto trainStep = [&](const WeftShardPresetsOptions *presets,
+                       std::string &failure) -> OwningOpRef<ModuleOp> {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    ErrorCapture capture(context);
+    PassManager training(context);
+    WeftDeriveTrainStepOptions options;
+    options.markPhases = true;
+    training.addPass(createWeftDeriveTrainStep(options));
+    if (failed(training.run(*copy))) {
+      error = "deriving the training step: " + capture.message;
+      return nullptr;
+    }
+    for (auto func : llvm::make_early_inc_range(copy->getOps<func::FuncOp>()))
+      if (func.getSymName() != "train_step")
+        func.erase();
+    if (!presets)
+      return copy;
+    PassManager spmd(context);
+    spmd.addPass(createWeftShardPresets(*presets));
+    spmd.addPass(createWeftPropagateSharding());
+    spmd.addPass(createWeftPartition());
+    // As weftc compiles it: small collectives travel in buckets.
+    spmd.addPass(createWeftBucketCollectives());
+    if (failed(spmd.run(*copy))) {
+      failure = capture.message;
+      return nullptr;
+    }
+    return copy;
+  };
+
   for (int64_t tp : degrees) {
     for (bool sequenceParallel : {false, true}) {
       if (sequenceParallel && tp == 1)
         continue;
-      OwningOpRef<ModuleOp> copy = module.clone();
-      ErrorCapture capture(context);
-      PassManager training(context);
-      WeftDeriveTrainStepOptions options;
-      options.markPhases = true;
-      training.addPass(createWeftDeriveTrainStep(options));
-      if (failed(training.run(*copy))) {
-        error = "deriving the training step: " + capture.message;
+      WeftShardPresetsOptions presets;
+      presets.mesh = "tp=" + std::to_string(tp);
+      presets.parallel = {"megatron"};
+      presets.sequenceParallel = sequenceParallel;
+      std::string failure;
+      OwningOpRef<ModuleOp> step =
+          trainStep(tp > 1 ? &presets : nullptr, failure);
+      if (!error.empty())
         return std::nullopt;
+      if (!step) {
+        model.rejectedDegrees.push_back(
+            "tp=" + std::to_string(tp) +
+            (sequenceParallel ? " with sequence parallelism: " : ": ") +
+            failure);
+        continue;
       }
-      for (auto func : llvm::make_early_inc_range(copy->getOps<func::FuncOp>()))
-        if (func.getSymName() != "train_step")
-          func.erase();
-      if (tp > 1) {
-        PassManager spmd(context);
-        WeftShardPresetsOptions presets;
-        presets.mesh = "tp=" + std::to_string(tp);
-        presets.parallel = {"megatron"};
-        presets.sequenceParallel = sequenceParallel;
-        spmd.addPass(createWeftShardPresets(presets));
-        spmd.addPass(createWeftPropagateSharding());
-        spmd.addPass(createWeftPartition());
-        // As weftc compiles it: small collectives travel in buckets.
-        spmd.addPass(createWeftBucketCollectives());
-        if (failed(spmd.run(*copy))) {
-          model.rejectedDegrees.push_back(
-              "tp=" + std::to_string(tp) +
-              (sequenceParallel ? " with sequence parallelism: " : ": ") +
-              capture.message);
-          continue;
-        }
-      }
-      Reader reader;
+      Reader reader(expertNames);
       reader.profile.tp = tp;
       reader.profile.sequenceParallel = sequenceParallel;
-      reader.read(*copy->getOps<func::FuncOp>().begin());
+      reader.read(*step->getOps<func::FuncOp>().begin());
       model.tensorParallel.push_back(std::move(reader.profile));
+    }
+  }
+  // Expert parallelism's all-to-alls, as ep=2 partitions the step: each
+  // rank holds half the batch, so twice its messages are the whole batch's.
+  if (model.experts > 0) {
+    WeftShardPresetsOptions presets;
+    presets.mesh = "ep=2";
+    presets.parallel = {"ep"};
+    std::string failure;
+    OwningOpRef<ModuleOp> step = trainStep(&presets, failure);
+    if (!error.empty())
+      return std::nullopt;
+    if (!step) {
+      model.expertError = failure;
+      model.rejectedDegrees.push_back("ep=2: " + failure);
+    } else {
+      Reader reader(expertNames);
+      reader.read(*step->getOps<func::FuncOp>().begin());
+      for (auto [from, into] :
+           {std::make_pair(&reader.profile.layerForward, &model.expertForward),
+            std::make_pair(&reader.profile.layerBackward,
+                           &model.expertBackward)})
+        for (const CollectiveWork &c : from->collectives)
+          if (c.kind == Collective::AllToAll)
+            into->collectives.push_back({c.kind, 2 * c.elements});
     }
   }
   const TensorParallelProfile *whole = model.find(1, false);

@@ -68,13 +68,16 @@ void printPlans(const SearchResult &result, const Cluster &cluster, size_t top,
                 sig(gib(best.memoryCapacity)));
   os << formatv("best plan, step time: compute {0} s, bubble {1} s, tp "
                 "collectives {2} s, pipeline sends {3} s, gradient reduction "
-                "{4} s, ZeRO-3 gathers {5} s, optimizer {6} s{7}{8}\n",
+                "{4} s, ZeRO-3 gathers {5} s, optimizer {6} s{7}{8}{9}\n",
                 sig(t.compute), sig(t.bubble), sig(t.tensorParallel),
                 sig(t.pipelineSends), sig(t.dataParallel), sig(t.zeroGathers),
                 sig(t.optimizer),
                 t.contextParallel > 0 ? ", context-parallel messages " +
                                             sig(t.contextParallel) + " s"
                                       : std::string(),
+                t.expertParallel > 0
+                    ? ", expert all-to-alls " + sig(t.expertParallel) + " s"
+                    : std::string(),
                 t.coreSharing > 0
                     ? ", ranks sharing cores " + sig(t.coreSharing) + " s"
                     : std::string());
@@ -93,6 +96,7 @@ static llvm::json::Object toJSON(const Prediction &p) {
                           {"data_parallel", p.time.dataParallel},
                           {"zero_gathers", p.time.zeroGathers},
                           {"context_parallel", p.time.contextParallel},
+                          {"expert_parallel", p.time.expertParallel},
                           {"core_sharing", p.time.coreSharing},
                           {"optimizer", p.time.optimizer}};
   llvm::json::Object syncs;
@@ -117,6 +121,7 @@ static llvm::json::Object toJSON(const Prediction &p) {
       {"sequence_parallel", plan.sequenceParallel},
       {"cp", plan.cp},
       {"cp_attention", contextAttentionName(plan.cpAttention)},
+      {"ep", plan.ep},
       {"step_time", p.stepTime()},
       {"tokens_per_second", p.tokensPerSecond},
       {"model_tflops_per_gpu", p.modelTflopsPerGpu},

@@ -50,6 +50,7 @@ class Plan:
     sequence_parallel: bool
     cp: int  # context parallelism (1: none)
     cp_attention: str  # "ring" or "all-to-all", when cp > 1
+    ep: int  # expert parallelism (1: none), a divisor of dp
     step_time: float  # seconds
     tokens_per_second: float
     mfu: float
@@ -142,7 +143,7 @@ def plan(model, *, cluster: str, nodes: int = 1, global_batch: Optional[int] = N
             microbatch_size=p["mbs"], microbatches=p["microbatches"],
             schedule=p["schedule"], virtual_stages=p["virtual_stages"], zero=p["zero"],
             recompute=p["recompute"], sequence_parallel=p["sequence_parallel"],
-            cp=p["cp"], cp_attention=p["cp_attention"],
+            cp=p["cp"], cp_attention=p["cp_attention"], ep=p["ep"],
             step_time=p["step_time"], tokens_per_second=p["tokens_per_second"],
             mfu=p["mfu"], model_tflops_per_gpu=p["model_tflops_per_gpu"],
             memory=Memory(**p["memory_bytes"]), time=dict(p["time_seconds"]),

@@ -61,7 +61,7 @@ static cl::opt<std::string>
     fix("fix",
         cl::desc("Pin choices instead of searching them: "
                  "dp=8,tp=8,pp=16,mbs=1,m=12,schedule=1f1b,v=1,zero=1,"
-                 "recompute=full,sp=0,cp=2,cp_attention=ring"),
+                 "recompute=full,sp=0,cp=2,cp_attention=ring,ep=1"),
         cl::value_desc("key=value,..."), cl::cat(category));
 static cl::opt<unsigned> top("top",
                              cl::desc("Plans to print (default 5; 0: all)"),

@@ -48,7 +48,8 @@ static cl::opt<std::string> synthetic(
     "synthetic",
     cl::desc("Write a model from its shape, without weights: "
              "gpt:layers=N,hidden=N,heads=N,vocab=N,seq=N[,ffn=N][,batch=N] "
-             "or llama:...,kv-heads=N,ffn=N"),
+             "or llama:...,kv-heads=N,ffn=N; either with "
+             "experts=N[,top-k=N][,capacity=N] for mixtures of experts"),
     cl::value_desc("family:key=value,..."), cl::cat(category));
 static cl::opt<bool> listOps("list-supported-ops",
                              cl::desc("Print the supported ONNX op types"),

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 using namespace weft;
 using namespace weft::planner;
 
@@ -334,6 +336,60 @@ TEST(Predict, RejectsPlansThatAreNotPlans) {
   EXPECT_NE(error.find("not profiled for tp=8"), std::string::npos);
 }
 
+TEST(Predict, ExpertParallelismSplitsTheExpertsAndAddsAllToAlls) {
+  // Half of a layer's parameters are experts; each layer moves 1e6
+  // dispatched elements per sequence forward (2 all-to-alls) and backward
+  // (4).
+  ModelProfile model = handModel(4);
+  model.experts = 8;
+  TensorParallelProfile &p = model.tensorParallel[0];
+  p.layerExpertParameters = kLayerParameters / 2;
+  model.expertForward.collectives.assign(2, {Collective::AllToAll, 1e6});
+  model.expertBackward.collectives.assign(4, {Collective::AllToAll, 1e6});
+  Cluster cluster = a100(1);
+  TrainingSetup setup{16, true};
+  Plan dense{8, 1, 1, 1, 2};
+  Plan experts = dense;
+  experts.ep = 4;
+  std::string error;
+  std::optional<Prediction> a = predict(model, cluster, setup, dense, error);
+  std::optional<Prediction> b = predict(model, cluster, setup, experts, error);
+  ASSERT_TRUE(a && b) << error;
+  // A rank holds a quarter of the experts' weights.
+  double dropped = 4 * kLayerParameters / 2 * (1 - 1.0 / 4);
+  EXPECT_NEAR(a->memory.weights - b->memory.weights, dropped * 2,
+              1e-9 * dropped);
+  EXPECT_DOUBLE_EQ(a->time.compute, b->time.compute);
+  EXPECT_EQ(a->time.expertParallel, 0);
+  double allToAll =
+      groupCollectiveTime(cluster, Collective::AllToAll, 1e6 * 2, 4, 1);
+  EXPECT_NEAR(b->time.expertParallel, 2 * 4 * 6 * allToAll, 1e-12);
+  EXPECT_EQ(b->plan.str(), dense.str() + ",ep=4");
+
+  experts.ep = 3;
+  EXPECT_FALSE(predict(model, cluster, setup, experts, error));
+  EXPECT_NE(error.find("ep=3 does not divide the model's 8 experts"),
+            std::string::npos);
+  // ZeRO shards over the dp/ep ranks that hold the same experts.
+  experts.ep = 2;
+  experts.zero = 1;
+  std::optional<Prediction> sharded =
+      predict(model, cluster, setup, experts, error);
+  ASSERT_TRUE(sharded) << error;
+  double held = 4 * (kLayerParameters / 2 + kLayerParameters / 2 / 2);
+  EXPECT_NEAR(sharded->memory.optimizer, held * 12 / 4, 1e-9 * held);
+  experts.ep = 8;
+  EXPECT_FALSE(predict(model, cluster, setup, experts, error));
+  EXPECT_NE(error.find("with ep = dp = 8 there are none"), std::string::npos);
+  experts.zero = 0;
+  experts.gradSync = runtime::GradSync::Ring;
+  EXPECT_FALSE(predict(model, cluster, setup, experts, error));
+  EXPECT_NE(error.find("not compiled together with sync="), std::string::npos);
+  model.experts = 0;
+  EXPECT_FALSE(predict(model, cluster, setup, experts, error));
+  EXPECT_NE(error.find("the model has no experts"), std::string::npos);
+}
+
 TEST(Search, RanksFittingPlansFastestFirst) {
   ModelProfile model = handModel(8, 8);
   Cluster cluster = a100(2);
@@ -348,6 +404,23 @@ TEST(Search, RanksFittingPlansFastestFirst) {
   }
   std::vector<std::string> why = explain(result, cluster);
   EXPECT_FALSE(why.empty());
+}
+
+TEST(Search, SearchesExpertParallelismWithinDataParallelism) {
+  ModelProfile model = handModel(4);
+  model.experts = 4;
+  model.tensorParallel[0].layerExpertParameters = kLayerParameters / 2;
+  model.expertForward.collectives.assign(2, {Collective::AllToAll, 1e6});
+  model.expertBackward.collectives.assign(4, {Collective::AllToAll, 1e6});
+  SearchResult result =
+      search(model, a100(1), TrainingSetup{16, true}, PlanConstraints());
+  std::set<int64_t> degrees;
+  for (const Prediction &p : result.fitting) {
+    EXPECT_EQ(p.plan.dp % p.plan.ep, 0);
+    EXPECT_TRUE(p.plan.zero == 0 || p.plan.dp > p.plan.ep);
+    degrees.insert(p.plan.ep);
+  }
+  EXPECT_EQ(degrees, (std::set<int64_t>{1, 2, 4}));
 }
 
 TEST(Search, FixedChoicesAreKept) {
@@ -507,6 +580,37 @@ TEST_F(SyntheticProfile, NamesATensorParallelDegreeTheModelCannotTake) {
   ASSERT_FALSE(model->rejectedDegrees.empty());
   EXPECT_EQ(model->rejectedDegrees[0].rfind("tp=4", 0), 0u);
   EXPECT_DOUBLE_EQ(model->parameters, double(spec->parameters()));
+}
+
+TEST_F(SyntheticProfile, ProfilesAMixtureOfExperts) {
+  std::string error;
+  std::optional<SyntheticModelSpec> spec = SyntheticModelSpec::parse(
+      "gpt:layers=2,hidden=64,heads=4,vocab=128,seq=16,batch=2,experts=4",
+      error);
+  ASSERT_TRUE(spec) << error;
+  EXPECT_EQ(spec->topK, 2);
+  EXPECT_EQ(spec->capacity, 10); // ceil(1.25 * 2 * 16 / 4)
+  auto module = buildSyntheticModel(*spec, context.get());
+  ASSERT_TRUE(module);
+  std::optional<ModelProfile> model = profileModel(*module, {1, 2}, 0, error);
+  ASSERT_TRUE(model) << error;
+  EXPECT_EQ(model->experts, 4);
+  EXPECT_TRUE(model->expertError.empty()) << model->expertError;
+  EXPECT_DOUBLE_EQ(model->parameters, double(spec->parameters()));
+  EXPECT_DOUBLE_EQ(model->find(1, false)->layerExpertParameters,
+                   2.0 * 4 * 64 * 256);
+  // Dispatch and combine move the dispatched tokens [experts, batch *
+  // capacity, hidden], for the whole batch.
+  ASSERT_EQ(model->expertForward.collectives.size(), 2u);
+  for (const CollectiveWork &c : model->expertForward.collectives)
+    EXPECT_DOUBLE_EQ(c.elements, 4.0 * 2 * 10 * 64);
+  EXPECT_FALSE(model->expertBackward.collectives.empty());
+  // The experts' forward products read both stacked weights, which
+  // expert parallelism divides and the batch does not grow.
+  double expertWeights = 0;
+  for (const OpWork &op : model->find(1, false)->layerForward.ops)
+    expertWeights += op.expertWeightElements;
+  EXPECT_DOUBLE_EQ(expertWeights, 2.0 * 4 * 64 * 256);
 }
 
 } // namespace

@@ -1,8 +1,8 @@
 //===- Planner.h - Predict and search parallel training plans ---*- C++ -*-===//
 //
-// A plan is a point of the 3D + ZeRO space: data, tensor, pipeline and
-// context degrees, micro-batch size and count, schedule and virtual
-// stages, ZeRO stage, recomputation, sequence parallelism and how
+// A plan is a point of the 3D + ZeRO space: data, tensor, pipeline,
+// context and expert degrees, micro-batch size and count, schedule and
+// virtual stages, ZeRO stage, recomputation, sequence parallelism and how
 // attention runs over the context axis. `predict` prices one on a
 // cluster from a model's profile; `search` prices them all and ranks those
 // that fit in memory.
@@ -47,11 +47,15 @@ struct Plan {
   /// dp in rank order), attention run as a ring or an all-to-all.
   int64_t cp = 1;
   ContextAttention cpAttention = ContextAttention::Ring;
+  /// Expert parallelism: a mixture's experts split over ep ranks, a part
+  /// of the dp group (ep divides dp; consecutive ranks of it), each
+  /// expert's weights replicated over the other dp/ep.
+  int64_t ep = 1;
 
   /// "dp=8,tp=8,pp=16,mbs=1,m=48,schedule=1f1b,v=1,zero=1,recompute=full,
   /// sp=1", then ",sync=tree" when the gradient sync is not the library's,
-  /// ",dp_sync=K" for local SGD and ",cp=4,cp_attention=ring" with context
-  /// parallelism.
+  /// ",dp_sync=K" for local SGD, ",cp=4,cp_attention=ring" with context
+  /// parallelism and ",ep=4" with expert parallelism.
   std::string str() const;
 };
 
@@ -66,13 +70,14 @@ struct PlanConstraints {
   std::optional<int64_t> dpSyncEvery;
   std::optional<int64_t> cp;
   std::optional<ContextAttention> cpAttention;
+  std::optional<int64_t> ep;
   /// Whether the backend offers selective recomputation as the cost model
   /// prices it (the attention cores, Korthikanti et al.); Weft's CPU
   /// backend recomputes elementwise work instead, so weftc leaves it out.
   bool selectiveRecompute = true;
   /// "dp=8,tp=8,pp=16,mbs=1,m=32,schedule=interleaved,v=2,zero=1,
   /// recompute=selective,sp=1,sync=hierarchical,dp_sync=8,cp=2,
-  /// cp_attention=all-to-all"; `error` names
+  /// cp_attention=all-to-all,ep=8"; `error` names
   /// a bad key or value.
   static std::optional<PlanConstraints> parse(const std::string &text,
                                               std::string &error);
@@ -96,11 +101,13 @@ struct TimeBreakdown {
   double dataParallel = 0;   // gradient reduction not hidden by backward
   double zeroGathers = 0;    // ZeRO-3's parameter gathers
   double contextParallel = 0; // the cp ring's shifts or all-to-alls
+  double expertParallel = 0;  // the experts' dispatch and combine
   double coreSharing = 0;    // ranks waiting for cores they share
   double optimizer = 0;
   double total() const {
     return compute + bubble + tensorParallel + pipelineSends + dataParallel +
-           zeroGathers + contextParallel + coreSharing + optimizer;
+           zeroGathers + contextParallel + expertParallel + coreSharing +
+           optimizer;
   }
 };
 
@@ -142,7 +149,8 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
                     const PlanConstraints &constraints);
 
 /// Where each degree's ranks lie: "tp=8 inside a node, dp=16 across nodes,
-/// pp=8 across nodes" (tp innermost, then cp, dp, pp).
+/// pp=8 across nodes" (tp innermost, then cp, dp, pp; ep the inner part
+/// of dp).
 std::string placement(const Plan &plan, const Cluster &cluster);
 
 /// Why the best fitting plans of each other choice lost to `best`, a line

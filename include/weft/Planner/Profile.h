@@ -32,6 +32,9 @@ struct OpWork {
   /// query and key lengths of an attention): a fused attention kernel
   /// keeps them on chip (Cluster::fusedAttention).
   double scoreElements = 0;
+  /// Of `elements`, those of stacked expert weights and their gradients:
+  /// they do not grow with the batch, and expert parallelism divides them.
+  double expertWeightElements = 0;
 };
 
 struct CollectiveWork {
@@ -60,6 +63,9 @@ struct TensorParallelProfile {
   /// Local parameter elements: per layer, and of the ops before and after
   /// the layers (a weight both use, tied embeddings, counts in both).
   double layerParameters = 0, preParameters = 0, postParameters = 0;
+  /// Of `layerParameters`, the experts' stacked weights
+  /// (isStackedExpertWeight).
+  double layerExpertParameters = 0;
   double updateParameters = 0; // what `update` updates
   /// Local parameter elements outside the layers (counted once).
   double otherParameters = 0;
@@ -76,7 +82,15 @@ struct ModelProfile {
   /// Contraction FLOPs of one forward pass of `batch` sequences.
   double forwardFlops = 0;
   std::vector<TensorParallelProfile> tensorParallel;
-  /// Why a degree could not be profiled: "tp=16: ...".
+  /// A mixture of experts: the experts of a layer (0: a dense model), and
+  /// a layer's all-to-alls over ep (dispatch and combine, forward and
+  /// backward) as the partitioner inserts them, for the IR's batch on one
+  /// rank. `expertError`: the partitioner's error when they could not be
+  /// profiled.
+  int64_t experts = 0;
+  Work expertForward, expertBackward;
+  std::string expertError;
+  /// Why a degree could not be profiled: "tp=16: ...", "ep=2: ...".
   std::vector<std::string> rejectedDegrees;
 
   const TensorParallelProfile *find(int64_t tp, bool sequenceParallel) const;
@@ -84,8 +98,9 @@ struct ModelProfile {
 
 /// Profiles the forward function `main` of `module` (not modified) for the
 /// tensor-parallel degrees `degrees`, each with and without sequence
-/// parallelism. `modelLayers` (when larger than the IR's) is the depth the
-/// plans are for: a synthetic model is profiled at a depth of two.
+/// parallelism, and a mixture of experts at ep=2. `modelLayers` (when larger
+/// than the IR's) is the depth the plans are for: a synthetic model is profiled
+/// at a depth of two.
 std::optional<ModelProfile> profileModel(mlir::ModuleOp module,
                                          const std::vector<int64_t> &degrees,
                                          int64_t modelLayers,

@@ -34,12 +34,15 @@ SyntheticModelSpec::parse(llvm::StringRef text, std::string &error) {
     return std::nullopt;
   }
   llvm::StringMap<int64_t *> keys = {
-      {"layers", &spec.layers}, {"hidden", &spec.hidden},
-      {"heads", &spec.heads},   {"kv-heads", &spec.kvHeads},
-      {"ffn", &spec.ffn},       {"vocab", &spec.vocab},
-      {"seq", &spec.seq},       {"batch", &spec.batch}};
+      {"layers", &spec.layers},    {"hidden", &spec.hidden},
+      {"heads", &spec.heads},      {"kv-heads", &spec.kvHeads},
+      {"ffn", &spec.ffn},          {"vocab", &spec.vocab},
+      {"seq", &spec.seq},          {"batch", &spec.batch},
+      {"experts", &spec.experts},  {"top-k", &spec.topK},
+      {"capacity", &spec.capacity}};
   llvm::SmallVector<llvm::StringRef> items;
   rest.split(items, ',', -1, /*KeepEmpty=*/false);
+  bool batchGiven = false;
   for (llvm::StringRef item : items) {
     auto [key, value] = item.split('=');
     auto it = keys.find(key.trim());
@@ -54,6 +57,7 @@ SyntheticModelSpec::parse(llvm::StringRef text, std::string &error) {
       return std::nullopt;
     }
     *it->second = number;
+    batchGiven |= key.trim() == "batch";
   }
   for (const char *required : {"layers", "hidden", "heads", "vocab", "seq"})
     if (*keys[required] == 0) {
@@ -75,6 +79,24 @@ SyntheticModelSpec::parse(llvm::StringRef text, std::string &error) {
                     spec.heads);
     return std::nullopt;
   }
+  if ((spec.topK || spec.capacity) && !spec.experts) {
+    error = "top-k and capacity need experts=";
+    return std::nullopt;
+  }
+  if (spec.experts) {
+    if (spec.topK == 0)
+      spec.topK = 2;
+    if (spec.topK > spec.experts) {
+      error = formatv("top-k={0} exceeds experts={1}", spec.topK, spec.experts);
+      return std::nullopt;
+    }
+    // Expert parallelism's profile splits the batch over two ranks.
+    if (!batchGiven)
+      spec.batch = 2;
+    if (spec.capacity == 0)
+      spec.capacity = (5 * spec.topK * spec.seq + 4 * spec.experts - 1) /
+                      (4 * spec.experts);
+  }
   if (spec.heads % spec.kvHeads != 0) {
     error = formatv("heads={0} is not a multiple of kv-heads={1}", spec.heads,
                     spec.kvHeads);
@@ -86,11 +108,13 @@ SyntheticModelSpec::parse(llvm::StringRef text, std::string &error) {
 int64_t SyntheticModelSpec::parameters() const {
   int64_t h = hidden, f = ffn, kv = kvHeads * (hidden / heads);
   if (family == Family::GPT) {
-    int64_t layer =
-        4 * h + 3 * h * h + 3 * h + h * h + h + h * f + f + f * h + h;
+    int64_t mlp =
+        experts ? h * experts + experts * 2 * h * f : h * f + f + f * h + h;
+    int64_t layer = 4 * h + 3 * h * h + 3 * h + h * h + h + mlp;
     return vocab * h + seq * h + layers * layer + 2 * h;
   }
-  int64_t layer = 2 * h + 2 * h * h + 2 * h * kv + 3 * h * f;
+  int64_t mlp = experts ? h * experts + experts * 3 * h * f : 3 * h * f;
+  int64_t layer = 2 * h + 2 * h * h + 2 * h * kv + mlp;
   return 2 * vocab * h + layers * layer + h;
 }
 
@@ -114,9 +138,13 @@ public:
     for (auto &[name, type] : params)
       os << ",\n      %" << sanitize(name) << ": " << type
          << " {weft.param = \"" << name << "\"}";
-    os << ") -> " << act(spec.vocab)
-       << " attributes {weft.outputs = [\"logits\"]} {\n"
-       << body << "  }\n}\n";
+    if (spec.experts)
+      os << ") -> (" << act(spec.vocab) << ", tensor<f32>)"
+         << " attributes {weft.outputs = [\"logits\", \"aux_loss\"]} {\n";
+    else
+      os << ") -> " << act(spec.vocab)
+         << " attributes {weft.outputs = [\"logits\"]} {\n";
+    os << body << "  }\n}\n";
     return out;
   }
 
@@ -125,6 +153,8 @@ private:
   std::vector<std::pair<std::string, std::string>> params;
   std::string body;
   int64_t next = 0;
+  /// The sum of the mixtures' load-balancing losses so far.
+  std::string auxTotal;
 
   static std::string sanitize(llvm::StringRef name) {
     std::string s = name.str();
@@ -279,6 +309,11 @@ private:
       x = binary("add", x, proj, h, at + "/Add");
       std::string ln2 = norm("layer_norm", x,
                              weightAndBias(n + ".ln_2", {h}, h), at + "/ln_2");
+      if (spec.experts) {
+        x = binary("add", x, mixture(ln2, n + ".moe", at + "/moe", false), h,
+                   at + "/Add_1");
+        continue;
+      }
       std::string fc =
           linear(ln2, h, f, weightAndBias(n + ".mlp.c_fc", {h, f}, f),
                  at + "/mlp/c_fc");
@@ -295,7 +330,7 @@ private:
         emit("weft.linear " + final + ", " + wte +
                  " <{transpose_weight}> : " + act(h) + ", " + paramType(wte),
              "/lm_head");
-    body += "    return " + logits + " : " + act(spec.vocab) + "\n";
+    body += ret(logits);
     return body;
   }
 
@@ -335,6 +370,13 @@ private:
           norm("rms_norm", x,
                {param(n + ".post_attention_layernorm.weight", {h}), ""},
                at + "/post_attention_layernorm");
+      if (spec.experts) {
+        x = binary("add", x,
+                   mixture(norm2, n + ".block_sparse_moe",
+                           at + "/block_sparse_moe", true),
+                   h, at + "/Add_1");
+        continue;
+      }
       std::string gate =
           linear(norm2, h, f, {param(n + ".mlp.gate_proj.weight", {h, f}), ""},
                  at + "/mlp/gate_proj");
@@ -356,8 +398,254 @@ private:
         emit("weft.linear " + final + ", " + head +
                  " <{transpose_weight}> : " + act(h) + ", " + paramType(head),
              "/lm_head");
-    body += "    return " + logits + " : " + act(spec.vocab) + "\n";
+    body += ret(logits);
     return body;
+  }
+
+  std::string ret(const std::string &logits) {
+    if (!spec.experts)
+      return "    return " + logits + " : " + act(spec.vocab) + "\n";
+    // The Switch Transformer's weight of the load-balancing loss.
+    std::string aux =
+        emit("weft.mul " + auxTotal + ", " + scalar("1.000000e-02", "f32") +
+                 " : tensor<f32>, tensor<f32>",
+             "/aux_loss");
+    return "    return " + logits + ", " + aux + " : " + act(spec.vocab) +
+           ", tensor<f32>\n";
+  }
+
+  /// A constant scalar.
+  std::string scalar(llvm::StringRef value, llvm::StringRef element) {
+    return emit("weft.constant dense<" + value.str() + "> : tensor<" +
+                    element.str() + ">",
+                "/moe/constant");
+  }
+
+  /// GShard's mixture of experts over `x` [b, s, h]: the tokens of each
+  /// sequence routed to their top-k experts by a softmax router, at most
+  /// `capacity` per expert (later choices dropped), by dense one-hot
+  /// dispatch and combine tensors [b, s, e, c]; the experts' weights
+  /// stacked [e, ...]. Adds the layer's load-balancing loss to `auxTotal`.
+  std::string mixture(const std::string &x, const std::string &n,
+                      const std::string &at, bool swiglu) {
+    int64_t b = spec.batch, s = spec.seq, h = spec.hidden, f = spec.ffn;
+    int64_t e = spec.experts, c = spec.capacity;
+    std::string bse = tensor({b, s, e}), bse1 = tensor({b, s, e, 1});
+    std::string bsec = tensor({b, s, e, c});
+    std::string router = param(n + ".router.weight", {h, e});
+    std::string probs =
+        emit("weft.softmax " + linear(x, h, e, {router, ""}, at + "/router") +
+                 " {axis = 2 : i64} : " + bse,
+             at + "/Softmax");
+    // Cumulative sums over the sequence: a product with the upper
+    // triangle (ones where row <= column).
+    std::string positions = emit(
+        "weft.range {start = 0 : i64, step = 1 : i64} : " + tensor({s}, "i64"),
+        at + "/positions");
+    std::string column =
+        emit("weft.unsqueeze " + positions +
+                 " <{axes = array<i64: 1>}> : " + tensor({s}, "i64"),
+             at + "/positions/Unsqueeze");
+    std::string upper =
+        emit("weft.cast " +
+                 emit("weft.less_equal " + column + ", " + positions + " : " +
+                          tensor({s, 1}, "i64") + ", " + tensor({s}, "i64"),
+                      at + "/upper") +
+                 " : " + tensor({s, s}, "i1") + " to " + tensor({s, s}),
+             at + "/upper/Cast");
+    std::string slots = emit("weft.range {start = 0 : i64, step = 1 : i64} : " +
+                                 tensor({c}, "i64"),
+                             at + "/slots");
+    std::string one = scalar("1.000000e+00", "f32");
+    std::string oneIndex = scalar("1", "i64");
+    std::string limit = scalar(formatv("{0}.0", c).str(), "f32");
+    std::string remaining = probs, before, dispatch, combine, first;
+    for (int64_t k = 0; k < spec.topK; ++k) {
+      std::string step = at + "/top" + std::to_string(k);
+      std::string gate =
+          emit("weft.reduce_max " + remaining +
+                   " <{axes = array<i64: 2>, keepdims}> : " + bse,
+               step + "/ReduceMax");
+      std::string choice =
+          emit("weft.cast " +
+                   emit("weft.equal " + remaining + ", " + gate + " : " + bse +
+                            ", " + tensor({b, s, 1}),
+                        step + "/Equal") +
+                   " : " + tensor({b, s, e}, "i1") + " to " + bse,
+               step + "/Cast");
+      if (k == 0)
+        first = choice;
+      // The 1-based place of each token in its expert's queue.
+      std::string bes = tensor({b, e, s});
+      std::string position = emit(
+          "weft.transpose " +
+              emit("weft.linear " +
+                       emit("weft.transpose " + choice +
+                                " <{permutation = array<i64: 0, 2, 1>}> : " +
+                                bse,
+                            step + "/CumSum/Transpose") +
+                       ", " + upper + " : " + bes + ", " + tensor({s, s}),
+                   step + "/CumSum") +
+              " <{permutation = array<i64: 0, 2, 1>}> : " + bes,
+          step + "/CumSum/Transpose_1");
+      if (k > 0)
+        position = emit("weft.add " + position + ", " + before + " : " + bse +
+                            ", " + tensor({b, 1, e}),
+                        step + "/Add");
+      std::string kept =
+          emit("weft.mul " + choice + ", " +
+                   emit("weft.cast " +
+                            emit("weft.less_equal " + position + ", " + limit +
+                                     " : " + bse + ", tensor<f32>",
+                                 step + "/LessEqual") +
+                            " : " + tensor({b, s, e}, "i1") + " to " + bse,
+                        step + "/LessEqual/Cast") +
+                   " : " + bse + ", " + bse,
+               step + "/Mul");
+      std::string place = emit("weft.sub " +
+                                   emit("weft.cast " + position + " : " + bse +
+                                            " to " + tensor({b, s, e}, "i64"),
+                                        step + "/Cast_1") +
+                                   ", " + oneIndex + " : " +
+                                   tensor({b, s, e}, "i64") + ", tensor<i64>",
+                               step + "/Sub");
+      std::string slot =
+          emit("weft.cast " +
+                   emit("weft.equal " +
+                            emit("weft.unsqueeze " + place +
+                                     " <{axes = array<i64: 3>}> : " +
+                                     tensor({b, s, e}, "i64"),
+                                 step + "/Unsqueeze") +
+                            ", " + slots + " : " + tensor({b, s, e, 1}, "i64") +
+                            ", " + tensor({c}, "i64"),
+                        step + "/Equal_1") +
+                   " : " + tensor({b, s, e, c}, "i1") + " to " + bsec,
+               step + "/Cast_2");
+      std::string sent = emit("weft.mul " +
+                                  emit("weft.unsqueeze " + kept +
+                                           " <{axes = array<i64: 3>}> : " + bse,
+                                       step + "/Unsqueeze_1") +
+                                  ", " + slot + " : " + bse1 + ", " + bsec,
+                              step + "/Mul_1");
+      std::string weighted =
+          emit("weft.mul " + sent + ", " +
+                   emit("weft.unsqueeze " + gate +
+                            " <{axes = array<i64: 3>}> : " + tensor({b, s, 1}),
+                        step + "/Unsqueeze_2") +
+                   " : " + bsec + ", " + tensor({b, s, 1, 1}),
+               step + "/Mul_2");
+      dispatch = k == 0 ? sent
+                        : emit("weft.add " + dispatch + ", " + sent + " : " +
+                                   bsec + ", " + bsec,
+                               step + "/Add_1");
+      combine = k == 0 ? weighted
+                       : emit("weft.add " + combine + ", " + weighted + " : " +
+                                  bsec + ", " + bsec,
+                              step + "/Add_2");
+      if (k + 1 == spec.topK)
+        break;
+      std::string queued =
+          emit("weft.reduce_sum " + choice +
+                   " <{axes = array<i64: 1>, keepdims}> : " + bse,
+               step + "/ReduceSum");
+      before = k == 0 ? queued
+                      : emit("weft.add " + before + ", " + queued + " : " +
+                                 tensor({b, 1, e}) + ", " + tensor({b, 1, e}),
+                             step + "/Add_3");
+      remaining = emit(
+          "weft.mul " + remaining + ", " +
+              emit("weft.sub " + one + ", " + choice + " : tensor<f32>, " + bse,
+                   step + "/Sub_1") +
+              " : " + bse + ", " + bse,
+          step + "/Mul_3");
+    }
+    // Dispatch: [b, e·c, s] x [b, s, h], then experts first.
+    std::string becs = tensor({b, e, c, s}), bech = tensor({b, e, c, h});
+    std::string ebch = tensor({e, b, c, h});
+    std::string tokens = emit(
+        "weft.matmul " +
+            emit("weft.reshape " +
+                     emit("weft.transpose " + dispatch +
+                              " <{permutation = array<i64: 0, 2, 3, 1>}> : " +
+                              bsec,
+                          at + "/dispatch/Transpose") +
+                     " : " + becs + " -> " + tensor({b, e * c, s}),
+                 at + "/dispatch/Reshape") +
+            ", " + x + " : " + tensor({b, e * c, s}) + ", " + act(h),
+        at + "/dispatch");
+    std::string expertTokens =
+        emit("weft.reshape " +
+                 emit("weft.transpose " +
+                          emit("weft.reshape " + tokens + " : " +
+                                   tensor({b, e * c, h}) + " -> " + bech,
+                               at + "/dispatch/Reshape_1") +
+                          " <{permutation = array<i64: 1, 0, 2, 3>}> : " + bech,
+                      at + "/dispatch/Transpose_1") +
+                 " : " + ebch + " -> " + tensor({e, b * c, h}),
+             at + "/dispatch/Reshape_2");
+    std::string ebh = tensor({e, b * c, h}), ebf = tensor({e, b * c, f});
+    auto expertMatmul = [&](const std::string &in, const std::string &inType,
+                            const char *name, int64_t rows, int64_t cols) {
+      std::string w = param(n + "." + name, {e, rows, cols});
+      return emit("weft.matmul " + in + ", " + w + " : " + inType + ", " +
+                      tensor({e, rows, cols}),
+                  at + "/experts/" + name);
+    };
+    std::string hidden;
+    if (swiglu) {
+      std::string gate = expertMatmul(expertTokens, ebh, "w1", h, f);
+      std::string up = expertMatmul(expertTokens, ebh, "w3", h, f);
+      hidden = emit(
+          "weft.mul " +
+              emit("weft.silu " + gate + " : " + ebf, at + "/experts/act_fn") +
+              ", " + up + " : " + ebf + ", " + ebf,
+          at + "/experts/Mul");
+    } else {
+      hidden = emit("weft.gelu " + expertMatmul(expertTokens, ebh, "w1", h, f) +
+                        " {approximate = \"tanh\"} : " + ebf,
+                    at + "/experts/Gelu");
+    }
+    std::string out = expertMatmul(hidden, ebf, "w2", f, h);
+    // Combine: back to the tokens' order, [b, s, e·c] x [b, e·c, h].
+    std::string back = emit(
+        "weft.reshape " +
+            emit("weft.transpose " +
+                     emit("weft.reshape " + out + " : " + ebh + " -> " + ebch,
+                          at + "/combine/Reshape") +
+                     " <{permutation = array<i64: 1, 0, 2, 3>}> : " + ebch,
+                 at + "/combine/Transpose") +
+            " : " + bech + " -> " + tensor({b, e * c, h}),
+        at + "/combine/Reshape_1");
+    std::string y = emit("weft.matmul " +
+                             emit("weft.reshape " + combine + " : " + bsec +
+                                      " -> " + tensor({b, s, e * c}),
+                                  at + "/combine/Reshape_2") +
+                             ", " + back + " : " + tensor({b, s, e * c}) +
+                             ", " + tensor({b, e * c, h}),
+                         at + "/combine");
+    // experts x <fraction routed first to each, mean router probability>.
+    auto mean = [&](const std::string &v, const std::string &loc) {
+      return emit("weft.reduce_mean " + v +
+                      " <{axes = array<i64: 0, 1>}> : " + bse,
+                  loc);
+    };
+    std::string balance = emit(
+        "weft.mul " +
+            emit("weft.reduce_sum " +
+                     emit("weft.mul " + mean(first, at + "/aux/ReduceMean") +
+                              ", " + mean(probs, at + "/aux/ReduceMean_1") +
+                              " : " + tensor({e}) + ", " + tensor({e}),
+                          at + "/aux/Mul") +
+                     " <{axes = array<i64: 0>}> : " + tensor({e}),
+                 at + "/aux/ReduceSum") +
+            ", " + scalar(formatv("{0}.0", e).str(), "f32") +
+            " : tensor<f32>, tensor<f32>",
+        at + "/aux/Mul_1");
+    auxTotal = auxTotal.empty() ? balance
+                                : emit("weft.add " + auxTotal + ", " + balance +
+                                           " : tensor<f32>, tensor<f32>",
+                                       "/aux/Add");
+    return y;
   }
 };
 

@@ -1,12 +1,13 @@
 //===- WeftDialect.cpp - Weft dialect -------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/Experts.h"
 #include "weft/Dialect/Weft/IR/Flops.h"
 #include "weft/Dialect/Weft/IR/Layers.h"
-#include "llvm/ADT/StringExtras.h"
 #include "weft/Dialect/Weft/IR/RuntimeTypes.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -270,6 +271,23 @@ std::optional<std::string> weft::numberedLayerOf(Location loc) {
     return WalkResult::interrupt();
   });
   return layer;
+}
+
+/// Whether `value` reaches a weft.matmul through views.
+static bool readByBatchedMatmul(Value value) {
+  for (Operation *user : value.getUsers()) {
+    if (isa<MatmulOp>(user))
+      return true;
+    if (isa<UnsqueezeOp, ReshapeOp, CastOp, ExpandOp>(user) &&
+        readByBatchedMatmul(user->getResult(0)))
+      return true;
+  }
+  return false;
+}
+
+bool weft::isStackedExpertWeight(Value parameter) {
+  auto type = llvm::dyn_cast<RankedTensorType>(parameter.getType());
+  return type && type.getRank() == 3 && readByBatchedMatmul(parameter);
 }
 
 int64_t weft::contractionFlops(Operation *op) {

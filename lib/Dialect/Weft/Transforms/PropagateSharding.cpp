@@ -271,13 +271,18 @@ private:
         if (state[use.dim].priority <= bestPriority)
           continue;
         DimSharding target{best->axes, best->blocks * use.blocks};
-        // A mesh axis splits at most one dim of a tensor.
-        bool axisTaken = false;
-        for (auto [dim, other] : llvm::enumerate(state))
-          if ((int64_t)dim != use.dim && other.priority != kUnset)
-            for (MeshAxis axis : target.axes)
-              axisTaken |= llvm::is_contained(other.sharding.axes, axis);
-        if (axisTaken)
+        // A mesh axis splits at most one dim of a tensor: the dim takes the
+        // axes up to the first that another dim holds (the batch split
+        // over dp and ep keeps dp where the experts' dim holds ep).
+        auto taken = [&](MeshAxis axis) {
+          for (auto [dim, other] : llvm::enumerate(state))
+            if ((int64_t)dim != use.dim && other.priority != kUnset &&
+                llvm::is_contained(other.sharding.axes, axis))
+              return true;
+          return false;
+        };
+        target.axes.erase(llvm::find_if(target.axes, taken), target.axes.end());
+        if (target.axes.empty())
           continue;
         if (failed(checkDivisible(use.value, use.dim, target, op)))
           return failure();

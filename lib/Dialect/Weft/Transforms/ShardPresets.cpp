@@ -1,5 +1,6 @@
 //===- ShardPresets.cpp - Mesh creation and strategy annotations ----------===//
 
+#include "weft/Dialect/Weft/IR/Experts.h"
 #include "weft/Dialect/Weft/IR/Layers.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
@@ -90,6 +91,38 @@ rowPartners(LinearOp column, const llvm::SetVector<Operation *> *forward) {
   return rows;
 }
 
+/// The expert products (of `products`) that `column`'s result reaches as
+/// their left operand through elementwise ops only: the products that
+/// close an expert MLP `column` opens. Empty if the result escapes.
+SmallVector<MatmulOp>
+expertRowPartners(MatmulOp column, ArrayRef<MatmulOp> products,
+                  const llvm::SetVector<Operation *> *forward) {
+  SmallVector<MatmulOp> rows;
+  llvm::SetVector<Operation *> visited;
+  SmallVector<Value> worklist{column.getResult()};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (forward && !forward->contains(user))
+        continue;
+      if (auto product = dyn_cast<MatmulOp>(user);
+          product && use.getOperandNumber() == 0 &&
+          llvm::is_contained(products, product)) {
+        if (!llvm::is_contained(rows, product))
+          rows.push_back(product);
+        continue;
+      }
+      if (!user->hasTrait<OpTrait::Elementwise>() &&
+          !isa<AddOp, SubOp, MulOp, DivOp, CastOp>(user))
+        return {};
+      if (visited.insert(user))
+        llvm::append_range(worklist, user->getResults());
+    }
+  }
+  return rows;
+}
+
 /// True if `value` reaches a function result through layout ops only.
 bool feedsOutput(Value value) {
   for (Operation *user : value.getUsers()) {
@@ -168,17 +201,28 @@ struct WeftShardPresetsPass
     // A layer is named once, though every function of a training step
     // holds it.
     llvm::StringSet<> unsplitLayers;
+    // Data and expert parallelism both split the batch: with both, over dp
+    // and ep together (the experts' ranks are a part of the data-parallel
+    // group, as in Megatron-LM and DeepSpeed-MoE).
+    SmallVector<MeshAxis, 2> batchAxes;
+    for (StringRef strategy : {"dp", "ep"}) {
+      if (!llvm::is_contained(parallel, strategy))
+        continue;
+      std::optional<MeshAxis> axis = axisFor(strategy, strategy);
+      if (!axis)
+        return signalPassFailure();
+      batchAxes.push_back(*axis);
+    }
     for (auto func : module.getOps<func::FuncOp>()) {
       Annotator annotator{theMesh, func};
+      if (!batchAxes.empty())
+        annotateDataParallel(annotator, func, batchAxes);
       for (const std::string &strategy : parallel) {
-        if (strategy == "dp") {
-          std::optional<MeshAxis> dp = axisFor("dp", "dp");
-          if (!dp)
-            return signalPassFailure();
-          annotateDataParallel(annotator, func, *dp);
-        } else if (strategy == "ep") {
-          std::optional<MeshAxis> ep = axisFor("ep", "ep");
-          if (!ep || failed(annotateExpertParallel(annotator, func, *ep)))
+        if (strategy == "dp")
+          continue;
+        if (strategy == "ep") {
+          if (failed(
+                  annotateExperts(annotator, func, *theMesh.axisNamed("ep"))))
             return signalPassFailure();
         } else if (strategy == "cp") {
           if (failed(annotateContextParallel(annotator, func,
@@ -226,11 +270,11 @@ struct WeftShardPresetsPass
                     OpBuilder(func.getContext()).getDenseI64ArrayAttr({dim}));
     }
 
-    void split(Value value, int64_t dim, MeshAxis axis, int64_t priority,
-               int64_t blocks = 1) {
+    void split(Value value, int64_t dim, ArrayRef<MeshAxis> axes,
+               int64_t priority, int64_t blocks = 1) {
       auto type = llvm::cast<RankedTensorType>(value.getType());
       TensorSharding sharding = TensorSharding::replicated(type.getRank());
-      sharding.dims[dim].axes.push_back(axis);
+      llvm::append_range(sharding.dims[dim].axes, axes);
       sharding.dims[dim].blocks = blocks;
       annotate(value, sharding, priority);
     }
@@ -258,36 +302,36 @@ struct WeftShardPresetsPass
   /// ops that combine them, wherever their batch dim is (a KV cache has it
   /// second).
   static void annotateDataParallel(Annotator &annotator, func::FuncOp func,
-                                   MeshAxis dp) {
+                                   ArrayRef<MeshAxis> axes) {
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), WeftDialect::kInputAttrName) &&
           llvm::cast<RankedTensorType>(arg.getType()).getRank() > 0) {
         auto batchDim = func.getArgAttrOfType<IntegerAttr>(
             arg.getArgNumber(), WeftDialect::kBatchDimAttrName);
-        annotator.split(arg, batchDim ? batchDim.getInt() : 0, dp,
+        annotator.split(arg, batchDim ? batchDim.getInt() : 0, axes,
                         kWeightPriority);
         return;
       }
   }
 
-  /// Expert parallelism: the experts' stacked weights (3-D parameters
-  /// [experts, ...] read by a batched matmul) split on their first dim
-  /// over ep, and the tokens (the first input's batch) too, as data
-  /// parallelism does; where the two meet, around the experts, the
-  /// partitioner moves the dispatched tokens by all-to-alls.
-  static LogicalResult annotateExpertParallel(Annotator &annotator,
-                                              func::FuncOp func, MeshAxis ep) {
+  /// Expert parallelism: the experts' stacked weights split on their
+  /// first dim over ep; the tokens are split over ep too, as data
+  /// parallelism splits them, and where the two meet, around the experts,
+  /// the partitioner moves the dispatched tokens by all-to-alls.
+  static LogicalResult annotateExperts(Annotator &annotator, func::FuncOp func,
+                                       MeshAxis ep) {
     int64_t parts = annotator.mesh.sizes[ep];
     bool any = false;
     for (BlockArgument arg : func.getArguments()) {
       auto name = func.getArgAttrOfType<StringAttr>(
           arg.getArgNumber(), WeftDialect::kParamAttrName);
-      auto type = llvm::cast<RankedTensorType>(arg.getType());
-      if (!name || type.getRank() != 3 || !readByBatchedMatmul(arg))
+      if (!name || !isStackedExpertWeight(arg))
         continue;
-      if (type.getDimSize(0) % parts != 0)
+      int64_t experts =
+          llvm::cast<RankedTensorType>(arg.getType()).getDimSize(0);
+      if (experts % parts != 0)
         return func.emitError()
-               << "ep: cannot split the " << type.getDimSize(0)
+               << "ep: cannot split the " << experts
                << " experts of parameter '" << name.getValue()
                << "' over mesh axis 'ep' (size " << parts << "): not divisible";
       annotator.split(arg, 0, ep, kWeightPriority);
@@ -297,20 +341,7 @@ struct WeftShardPresetsPass
       return func.emitError(
           "ep: the model has no experts (3-D parameters [experts, ...] read "
           "by a batched matmul) to split over 'ep'");
-    annotateDataParallel(annotator, func, ep);
     return success();
-  }
-
-  /// Whether `value` reaches a weft.matmul through views.
-  static bool readByBatchedMatmul(Value value) {
-    for (Operation *user : value.getUsers()) {
-      if (isa<MatmulOp>(user))
-        return true;
-      if (isa<UnsqueezeOp, ReshapeOp, CastOp, ExpandOp>(user) &&
-          readByBatchedMatmul(user->getResult(0)))
-        return true;
-    }
-    return false;
   }
 
   /// The sequence is the dim after the batch of the first model input
@@ -393,6 +424,30 @@ struct WeftShardPresetsPass
       for (LinearOp row : rows) {
         rowSplit.insert(row);
         splitOnce(row.getWeight(), row.getTransposeWeight() ? 1 : 0);
+      }
+    }
+    // Expert tensor parallelism: each expert's MLP is split as a dense one
+    // is, the products by stacked weights [experts, in, out] that open it
+    // by columns (out), the one that closes it by rows (in).
+    SmallVector<MatmulOp> expertProducts;
+    func.walk([&](MatmulOp product) {
+      if (BlockArgument weight = parameterOf(product.getRhs());
+          weight && isStackedExpertWeight(weight))
+        expertProducts.push_back(product);
+    });
+    llvm::SetVector<Operation *> expertRows;
+    for (MatmulOp column : expertProducts) {
+      if (expertRows.contains(column) ||
+          (forward && !forward->contains(column)))
+        continue;
+      SmallVector<MatmulOp> rows = expertRowPartners(
+          column, expertProducts, forward ? &*forward : nullptr);
+      if (rows.empty())
+        continue;
+      splitOnce(column.getRhs(), 2);
+      for (MatmulOp row : rows) {
+        expertRows.insert(row);
+        splitOnce(row.getRhs(), 1);
       }
     }
     // Vocab-parallel embedding: the largest gathered table (position and
