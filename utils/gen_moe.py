@@ -26,6 +26,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from gen_torch_models import causal_self_attention
+
 
 class MoE(nn.Module):
     def __init__(self, dim, ffn, experts, top_k, capacity):
@@ -80,19 +82,9 @@ class Block(nn.Module):
         self.register_buffer(
             "mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
 
-    def attention(self, x):
-        b, t, c = x.size()
-        q, k, v = self.c_attn(x).split(c, dim=2)
-        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
-        y = F.softmax(att, dim=-1) @ v
-        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
-
     def forward(self, x):
-        x = x + self.attention(self.ln_1(x))
+        x = x + causal_self_attention(self.ln_1(x), self.c_attn, self.c_proj,
+                                      self.heads, self.mask)
         y, aux = self.moe(self.ln_2(x))
         return x + y, aux
 

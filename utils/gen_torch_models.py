@@ -44,6 +44,21 @@ class LayerNorm(nn.Module):
         return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
 
 
+def causal_self_attention(x, c_attn, c_proj, heads, mask):
+    """GPT-2's attention: a fused QKV projection, causal softmax attention
+    over `heads` heads (`mask` [1, 1, seq, seq] lower-triangular ones), and
+    the output projection."""
+    b, t, c = x.size()
+    q, k, v = c_attn(x).split(c, dim=2)
+    q = q.view(b, t, heads, c // heads).transpose(1, 2)
+    k = k.view(b, t, heads, c // heads).transpose(1, 2)
+    v = v.view(b, t, heads, c // heads).transpose(1, 2)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+    att = att.masked_fill(mask[:, :, :t, :t] == 0, float("-inf"))
+    y = F.softmax(att, dim=-1) @ v
+    return c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+
 class GptBlock(nn.Module):
     def __init__(self, dim, heads, seq, bias):
         super().__init__()
@@ -57,19 +72,9 @@ class GptBlock(nn.Module):
         self.register_buffer(
             "mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
 
-    def attention(self, x):
-        b, t, c = x.size()
-        q, k, v = self.c_attn(x).split(c, dim=2)
-        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
-        y = F.softmax(att, dim=-1) @ v
-        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
-
     def forward(self, x):
-        x = x + self.attention(self.ln_1(x))
+        x = x + causal_self_attention(self.ln_1(x), self.c_attn, self.c_proj,
+                                      self.heads, self.mask)
         h = F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")
         return x + self.mlp_proj(h)
 

@@ -39,36 +39,24 @@ constexpr size_t kTreeSegmentBytes = 256 * 1024;
 }
 
 /// into[i] += from[i].
+template <typename T>
+void addInto(void *into, const void *from, size_t count) {
+  T *a = static_cast<T *>(into);
+  const T *b = static_cast<const T *>(from);
+  for (size_t i = 0; i < count; ++i)
+    a[i] += b[i];
+}
+
 void addInto(void *into, const void *from, size_t count, weft_dtype dtype) {
   switch (dtype) {
-  case WEFT_F32: {
-    float *a = static_cast<float *>(into);
-    const float *b = static_cast<const float *>(from);
-    for (size_t i = 0; i < count; ++i)
-      a[i] += b[i];
-    return;
-  }
-  case WEFT_F64: {
-    double *a = static_cast<double *>(into);
-    const double *b = static_cast<const double *>(from);
-    for (size_t i = 0; i < count; ++i)
-      a[i] += b[i];
-    return;
-  }
-  case WEFT_I32: {
-    int32_t *a = static_cast<int32_t *>(into);
-    const int32_t *b = static_cast<const int32_t *>(from);
-    for (size_t i = 0; i < count; ++i)
-      a[i] += b[i];
-    return;
-  }
-  case WEFT_I64: {
-    int64_t *a = static_cast<int64_t *>(into);
-    const int64_t *b = static_cast<const int64_t *>(from);
-    for (size_t i = 0; i < count; ++i)
-      a[i] += b[i];
-    return;
-  }
+  case WEFT_F32:
+    return addInto<float>(into, from, count);
+  case WEFT_F64:
+    return addInto<double>(into, from, count);
+  case WEFT_I32:
+    return addInto<int32_t>(into, from, count);
+  case WEFT_I64:
+    return addInto<int64_t>(into, from, count);
   case WEFT_BF16: {
     uint16_t *a = static_cast<uint16_t *>(into);
     const uint16_t *b = static_cast<const uint16_t *>(from);
@@ -93,9 +81,12 @@ struct Pieces {
 
 class Algorithms {
 public:
-  Algorithms(Communicator &group, char *data, size_t count, weft_dtype dtype)
+  /// `buffer` receives the pieces to add: kept by the caller, so that a
+  /// bucket's worth is not allocated on every all-reduce.
+  Algorithms(Communicator &group, char *data, size_t count, weft_dtype dtype,
+             std::vector<char> &buffer)
       : group(group), data(data), count(count), dtype(dtype),
-        elementSize(weft_dtype_size(dtype)) {}
+        elementSize(weft_dtype_size(dtype)), buffer(buffer) {}
 
   /// Ring reduce-scatter over `group`: afterwards this rank holds the sum
   /// of piece (rank + 1) mod n, which it returns.
@@ -201,7 +192,8 @@ public:
   void hierarchical(Communicator &node, Communicator &across) {
     Pieces pieces{count, size_t(node.size())};
     size_t piece = ringReduceScatter(node, pieces);
-    Algorithms(across, at(pieces.begin(piece)), pieces.size(piece), dtype)
+    Algorithms(across, at(pieces.begin(piece)), pieces.size(piece), dtype,
+               buffer)
         .ring();
     ringAllGather(node, pieces);
   }
@@ -218,7 +210,7 @@ private:
   size_t count;
   weft_dtype dtype;
   size_t elementSize;
-  std::vector<char> buffer;
+  std::vector<char> &buffer;
 };
 
 } // namespace
@@ -268,7 +260,8 @@ void GradientSync::allReduce(Communicator &group, void *data, size_t count,
                              weft_dtype dtype) {
   if (group.size() == 1)
     return;
-  Algorithms algorithms(group, static_cast<char *>(data), count, dtype);
+  Algorithms algorithms(group, static_cast<char *>(data), count, dtype,
+                        received);
   switch (algorithm) {
   case GradSync::Library:
     group.allReduce(data, count, dtype, ReduceOp::Sum);

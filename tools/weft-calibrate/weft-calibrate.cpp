@@ -91,6 +91,20 @@ template <typename F> double alone(int rank, F measure) {
   return value;
 }
 
+/// Seconds of one of `rounds` calls of the collective `run`, on the rank
+/// that took longest; the ranks start together.
+template <typename F>
+double slowestRank(weft::runtime::Communicator &comm, int rounds, F run) {
+  double seconds = 0;
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Sum);
+  double start = now();
+  for (int i = 0; i < rounds; ++i)
+    run();
+  seconds = (now() - start) / rounds;
+  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Max);
+  return seconds;
+}
+
 /// Seconds of one all-reduce of `bytes` over every rank: collectives are
 /// what the ranks of a plan wait on, and on ranks that share cores they
 /// cost what the scheduler makes them cost, which a ping-pong between two
@@ -99,15 +113,10 @@ template <typename F> double alone(int rank, F measure) {
 double allReduceTime(weft::runtime::Communicator &comm, size_t bytes,
                      int rounds) {
   std::vector<float> data(std::max<size_t>(bytes / 4, 1), 1.0f);
-  double seconds = 0;
-  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Sum);
-  double start = now();
-  for (int i = 0; i < rounds; ++i)
+  return slowestRank(comm, rounds, [&] {
     comm.allReduce(data.data(), data.size(), WEFT_F32,
                    weft::runtime::ReduceOp::Sum);
-  seconds = (now() - start) / rounds;
-  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Max);
-  return seconds;
+  });
 }
 
 /// Seconds of one all-reduce of `bytes` by `sync`'s algorithm, after one
@@ -130,13 +139,9 @@ bool gradientSyncTime(weft::runtime::Communicator &comm,
   comm.allReduce(&wrong, 1, WEFT_I64, weft::runtime::ReduceOp::Max);
   if (wrong)
     return false;
-  seconds = 0;
-  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Sum);
-  double start = now();
-  for (int i = 0; i < rounds; ++i)
+  seconds = slowestRank(comm, rounds, [&] {
     sync.allReduce(comm, data.data(), count, WEFT_F32);
-  seconds = (now() - start) / rounds;
-  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Max);
+  });
   return true;
 }
 
@@ -146,14 +151,9 @@ double allGatherTime(weft::runtime::Communicator &comm, size_t bytes,
                      int rounds) {
   size_t count = std::max<size_t>(bytes / 4 / size_t(comm.size()), 1);
   std::vector<float> piece(count, 1.0f), gathered(count * comm.size());
-  double seconds = 0;
-  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Sum);
-  double start = now();
-  for (int i = 0; i < rounds; ++i)
+  return slowestRank(comm, rounds, [&] {
     comm.allGather(piece.data(), gathered.data(), count, WEFT_F32);
-  seconds = (now() - start) / rounds;
-  comm.allReduce(&seconds, 1, WEFT_F64, weft::runtime::ReduceOp::Max);
-  return seconds;
+  });
 }
 
 /// Seconds of one message of `bytes` from the first rank to the last (half

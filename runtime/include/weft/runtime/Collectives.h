@@ -85,6 +85,7 @@ private:
   GradSync algorithm = GradSync::Library;
   int64_t axes = 0;
   std::map<Communicator *, std::unique_ptr<Hierarchy>> hierarchies;
+  std::vector<char> received; // the pieces other ranks send, to add
 };
 
 /// The ranks of a partitioned model: its mesh, this rank's place in it, and
