@@ -23,7 +23,7 @@ from .report import Report, report_of
 from .tools import runtime_directory, tool
 
 # What each mesh axis is split by unless `parallel` says otherwise.
-_AXIS_STRATEGIES = {"dp": "dp", "tp": "megatron"}
+_AXIS_STRATEGIES = {"dp": "dp", "tp": "megatron", "cp": "cp", "ep": "ep"}
 
 
 def _key_values(value, what: str) -> str:
@@ -56,7 +56,8 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
 
     dims binds symbolic dimensions ({"batch": 8}); mesh partitions
     ({"dp": 2, "tp": 2} or "dp=2,tp=2"), each axis split by its usual
-    strategy (dp: data parallel, tp: Megatron; pp: pipeline stages) unless
+    strategy (dp: data parallel, tp: Megatron, cp: context, ep: experts;
+    pp: pipeline stages) unless
     `parallel` names them. train=True compiles a training step (or
     program="gradients" its loss and gradients). plan is a Plan from
     weft.plan (compiled exactly), "auto", or pinned choices ("dp=2,pp=2")

@@ -141,6 +141,8 @@ struct WeftShardPresetsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    bool annotated = false;
+    module.walk([&](shard::ShardOp) { annotated = true; });
     std::optional<Mesh> existing = Mesh::find(module);
     std::optional<Mesh> meshOrNone = existing;
     if (!mesh.empty()) {
@@ -254,6 +256,30 @@ struct WeftShardPresetsPass
         annotateZero(annotator, func, *dp, zero >= 3);
       }
     }
+    if (!annotated && failed(checkEveryAxisUsed(module, theMesh)))
+      return signalPassFailure();
+  }
+
+  /// A mesh axis no strategy splits by would make its ranks compute the
+  /// same step: an error, not a silent replica (unless the module carries
+  /// its own annotations, or the axis is the pipeline's).
+  LogicalResult checkEveryAxisUsed(ModuleOp module, const Mesh &theMesh) {
+    auto uses = [&](StringRef strategy) {
+      return llvm::is_contained(parallel, strategy);
+    };
+    for (auto [name, size] : llvm::zip(theMesh.names, theMesh.sizes)) {
+      bool used = name == "pp" || (name == "dp" && (uses("dp") || zero > 0)) ||
+                  (name == "tp" && (uses("megatron") || sequenceParallel)) ||
+                  (name == "cp" && uses("cp")) || (name == "ep" && uses("ep"));
+      if (size > 1 && !used)
+        return module.emitError()
+               << "mesh axis '" << name << "' (size " << size
+               << ") is used by no strategy, so its ranks would all compute "
+                  "the same step: add its strategy to --parallel (dp: dp, "
+                  "tp: megatron, cp: cp, ep: ep; pp pipelines) or drop the "
+                  "axis";
+    }
+    return success();
   }
 
   /// Inserts `shard.shard` annotations, marked with their priority.

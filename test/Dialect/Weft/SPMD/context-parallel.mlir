@@ -6,7 +6,7 @@
 // RUN: weft-opt %s -split-input-file --weft-shard-presets="mesh=cp=2 parallel=cp" --weft-propagate-sharding --weft-partition | FileCheck %s --check-prefix=RING
 // RUN: weft-opt %s -split-input-file --weft-shard-presets="mesh=cp=4 parallel=cp context-attention=all-to-all" --weft-propagate-sharding --weft-partition | FileCheck %s --check-prefix=A2A
 // RUN: weft-opt %s -split-input-file --weft-shard-presets="mesh=dp=2,cp=2 parallel=dp,cp" --weft-propagate-sharding --weft-partition | FileCheck %s --check-prefix=DPCP
-// RUN: weft-opt %s -split-input-file --weft-shard-presets="mesh=cp=2" --weft-propagate-sharding --weft-partition | FileCheck %s --check-prefix=NOCP
+// RUN: not weft-opt %s -split-input-file --weft-shard-presets="mesh=cp=2" 2>&1 | FileCheck %s --check-prefix=NOCP
 
 // RING: shard.grid @mesh(shape = 2) {weft.axis_names = ["cp"], weft.context_attention = "ring", weft.context_axis = "cp"}
 // RING-LABEL: func.func @self_attention
@@ -34,10 +34,8 @@
 // DPCP-SAME: %arg0: tensor<1x8x32xf32> {weft.input = "x", weft.sharding = "[dp], [cp], []"}
 // DPCP: shard.shift {{.*}} on @mesh grid_axes = [1] shift_axis = 1 offset = 1 rotate : tensor<1x4x8x8xf32>
 
-// Without the cp strategy the sequence is attention's to keep whole.
-// NOCP-LABEL: func.func @self_attention
-// NOCP-NOT: shard.
-// NOCP: weft.attention {{.*}} : tensor<2x4x16x8xf32>
+// Without the cp strategy every cp rank would compute the same step.
+// NOCP: error: mesh axis 'cp' (size 2) is used by no strategy, so its ranks would all compute the same step
 func.func @self_attention(%x: tensor<2x16x32xf32> {weft.input = "x"}) -> tensor<2x16x32xf32> {
   %r = weft.reshape %x : tensor<2x16x32xf32> -> tensor<2x16x4x8xf32>
   %q = weft.transpose %r <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<2x16x4x8xf32>
