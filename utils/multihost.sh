@@ -75,7 +75,10 @@ case "$steps" in '' | *[!0-9]*) fail "--steps must be a whole number" ;; esac
 for tool in ip tc mpiexec unshare python3; do
   command -v $tool >/dev/null || fail "'$tool' is not on PATH"
 done
-mpiexec --version 2>/dev/null | grep -q HYDRA ||
+# Read the whole version text first: under pipefail, `grep -q` closing the
+# pipe at the first match can fail mpiexec with SIGPIPE.
+version=$(mpiexec --version 2>/dev/null || true)
+[[ "$version" == *HYDRA* ]] ||
   fail "mpiexec is not MPICH's Hydra (the host-file launch below is Hydra's)"
 for tool in weftc weft-run weft-plan weft-calibrate; do
   [ -x "$build/bin/$tool" ] || fail "$build/bin/$tool is missing (run 'make build')"
