@@ -173,8 +173,26 @@ for profile in unshaped ib-like roce-like; do
   shape $profile
   echo "== $profile"
   log="$work/$profile.jsonl"
-  if ! on_hosts 900 2 $ranks "$work/gpt3d" "${train[@]}" --log "$log" \
-    >"$work/$profile.train.out" 2>&1; then
+  # Hydra can take a rank that leaves without finalizing a little before
+  # its host's other for a failed one, after the last step (2 of about 20
+  # runs): such a run, whose every step was logged, is run once more.
+  trained=0
+  for attempt in 1 2; do
+    rm -f "$log"
+    if on_hosts 900 2 $ranks "$work/gpt3d" "${train[@]}" --log "$log" \
+      >"$work/$profile.train.out" 2>&1; then
+      trained=1
+      break
+    fi
+    if [ "$attempt" = 1 ] && [ -f "$log" ] &&
+      [ "$(wc -l <"$log")" = "$steps" ] &&
+      grep -q "BAD TERMINATION" "$work/$profile.train.out"; then
+      echo "multihost.sh: $profile: Hydra ended the run after its last step; running it again" >&2
+    else
+      break
+    fi
+  done
+  if [ "$trained" = 0 ]; then
     echo "training on $hosts hosts: FAILED: $(tail -1 "$work/$profile.train.out")"
     status=1
   else
