@@ -59,68 +59,61 @@ bool isHeadLocal(Operation *op) {
              SqueezeOp, UnsqueezeOp>(op);
 }
 
-/// The row-split partners of `column`: the param linears its result reaches
-/// through head-local ops only. Empty if the region escapes (a norm, a
-/// softmax over the hidden dim, a model output...). Only users in
-/// `forward` count when it is given: in a training step the backward pass
-/// also reads the activations, and it follows whatever split they get.
-SmallVector<LinearOp>
-rowPartners(LinearOp column, const llvm::SetVector<Operation *> *forward) {
-  SmallVector<LinearOp> rows;
+/// The ops `closes` accepts that `result` reaches as their first operand
+/// through ops `passes` lets through only. Empty if the region escapes.
+/// Only users in `forward` count when it is given: in a training step the
+/// backward pass also reads the activations, and it follows whatever split
+/// they get.
+template <typename OpT, typename Closes, typename Passes>
+SmallVector<OpT> partnersThrough(Value result,
+                                 const llvm::SetVector<Operation *> *forward,
+                                 Closes closes, Passes passes) {
+  SmallVector<OpT> partners;
   llvm::SetVector<Operation *> visited;
-  SmallVector<Value> worklist{column.getResult()};
+  SmallVector<Value> worklist{result};
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
       if (forward && !forward->contains(user))
         continue;
-      if (auto linear = dyn_cast<LinearOp>(user);
-          linear && use.getOperandNumber() == 0 &&
-          isParameter(linear.getWeight())) {
-        if (!llvm::is_contained(rows, linear))
-          rows.push_back(linear);
+      if (auto partner = dyn_cast<OpT>(user);
+          partner && use.getOperandNumber() == 0 && closes(partner)) {
+        if (!llvm::is_contained(partners, partner))
+          partners.push_back(partner);
         continue;
       }
-      if (!isHeadLocal(user))
+      if (!passes(user))
         return {};
       if (visited.insert(user))
         llvm::append_range(worklist, user->getResults());
     }
   }
-  return rows;
+  return partners;
 }
 
-/// The expert products (of `products`) that `column`'s result reaches as
-/// their left operand through elementwise ops only: the products that
-/// close an expert MLP `column` opens. Empty if the result escapes.
+/// The row-split partners of `column`: the param linears its result reaches
+/// through head-local ops only (not a norm, a softmax over the hidden dim,
+/// a model output...).
+SmallVector<LinearOp> rowPartners(LinearOp column,
+                                  const llvm::SetVector<Operation *> *forward) {
+  return partnersThrough<LinearOp>(
+      column.getResult(), forward,
+      [](LinearOp row) { return isParameter(row.getWeight()); }, isHeadLocal);
+}
+
+/// The expert products (of `products`) that close the expert MLP `column`
+/// opens: reached through elementwise ops only.
 SmallVector<MatmulOp>
 expertRowPartners(MatmulOp column, ArrayRef<MatmulOp> products,
                   const llvm::SetVector<Operation *> *forward) {
-  SmallVector<MatmulOp> rows;
-  llvm::SetVector<Operation *> visited;
-  SmallVector<Value> worklist{column.getResult()};
-  while (!worklist.empty()) {
-    Value value = worklist.pop_back_val();
-    for (OpOperand &use : value.getUses()) {
-      Operation *user = use.getOwner();
-      if (forward && !forward->contains(user))
-        continue;
-      if (auto product = dyn_cast<MatmulOp>(user);
-          product && use.getOperandNumber() == 0 &&
-          llvm::is_contained(products, product)) {
-        if (!llvm::is_contained(rows, product))
-          rows.push_back(product);
-        continue;
-      }
-      if (!user->hasTrait<OpTrait::Elementwise>() &&
-          !isa<AddOp, SubOp, MulOp, DivOp, CastOp>(user))
-        return {};
-      if (visited.insert(user))
-        llvm::append_range(worklist, user->getResults());
-    }
-  }
-  return rows;
+  return partnersThrough<MatmulOp>(
+      column.getResult(), forward,
+      [&](MatmulOp row) { return llvm::is_contained(products, row); },
+      [](Operation *op) {
+        return op->hasTrait<OpTrait::Elementwise>() ||
+               isa<AddOp, SubOp, MulOp, DivOp, CastOp>(op);
+      });
 }
 
 /// True if `value` reaches a function result through layout ops only.
