@@ -1234,6 +1234,14 @@ LogicalResult Importer::importCumSum(const onnx::NodeProto &n) {
   if (axis < 0)
     axis += rank;
   int64_t size = type.getDimSize(axis);
+  // The product holds size² elements: token positions, not whole tensors.
+  constexpr int64_t kLongestAxis = 4096;
+  if (size < 0 || size > kLongestAxis)
+    return nodeError() << "the running sum runs along " << size
+                       << " elements of axis " << axis
+                       << ", as a product by a triangular matrix of size² "
+                          "elements: at most "
+                       << kLongestAxis << " (a static size) are supported";
   bool exclusive = intAttr("exclusive", 0), reverse = intAttr("reverse", 0);
   HostTensor sums = HostTensor::zeros({size, size}, type.getElementType());
   for (int64_t i = 0; i < size; ++i)
