@@ -346,12 +346,16 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
                     plan.dp, plan.tp, plan.pp, plan.cp, gpus);
     return std::nullopt;
   }
-  if (plan.cp > 1 && model.seq % plan.cp != 0) {
-    error = formatv("cp={0} does not divide the sequence of {1}", plan.cp,
-                    model.seq);
+  const bool ring = plan.cpAttention == ContextAttention::Ring;
+  // The ring holds a head and a tail chunk of the sequence per rank.
+  const int64_t sequenceChunks = ring ? 2 * plan.cp : plan.cp;
+  if (plan.cp > 1 && model.seq % sequenceChunks != 0) {
+    error = formatv("cp={0} ({1}) does not divide the sequence of {2} into "
+                    "{3} chunks",
+                    plan.cp, contextAttentionName(plan.cpAttention), model.seq,
+                    sequenceChunks);
     return std::nullopt;
   }
-  const bool ring = plan.cpAttention == ContextAttention::Ring;
   if (plan.cp > 1 && !ring &&
       (model.heads % (plan.tp * plan.cp) != 0 ||
        model.kvHeads % (plan.tp * plan.cp) != 0)) {
@@ -407,6 +411,16 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   // work (attention's too: its queries against every key) and activations
   // scale with them.
   const double scale = double(plan.microbatchSize) / model.batch / plan.cp;
+  // Under a causal mask the ring's ranks compute (2cp+1)/(4cp) of the
+  // score blocks a contiguous chunk would (the diagonal's three needed
+  // quarters, half a block per later step), where the kernels compute
+  // every score (Weft's own). Fused kernels skip masked tiles in any
+  // layout; there the head/tail layout gives the balance the 1/cp share
+  // already assumes.
+  const double ringAttentionShare =
+      plan.cp > 1 && ring && model.causal && !cluster.fusedAttention
+          ? (2.0 * plan.cp + 1) / (4.0 * plan.cp)
+          : 1.0;
   const int64_t seqPerRank = model.seq / plan.cp;
   const double act = price.activationBytes();
   const Link tpLink = price.tensorParallelLink(plan.tp);
@@ -467,13 +481,19 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
       return price.compute(w, scale, act, hit, efficiency.elementwise,
                            1.0 / plan.ep);
     };
-    // One micro-batch of one layer.
+    // One micro-batch of one layer. The ring's share of the attention
+    // applies to the forward's and the backward's (twice the forward's
+    // block products).
     double layerForward = computeTime(profile->layerForward);
     double layerBackward = computeTime(profile->layerBackward);
+    const double attention = computeTime(profile->layerAttention);
+    const double attentionSaved = (1 - ringAttentionShare) * attention;
+    layerForward -= attentionSaved;
+    layerBackward -= 2 * attentionSaved;
     if (plan.recompute == Recompute::Full)
       layerBackward += layerForward;
     else if (plan.recompute == Recompute::Selective)
-      layerBackward += computeTime(profile->layerAttention);
+      layerBackward += ringAttentionShare * attention;
     s.compute = layersPerStage * (layerForward + layerBackward);
     s.backward = layersPerStage * layerBackward;
     s.tensorParallel = layersPerStage * (layerTpForward + layerTpBackward);
@@ -551,8 +571,9 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
     if (plan.recompute == Recompute::Full)
       contextPerLayer += forward;
     if (ring && !cluster.cpuRanks())
-      contextHidden = 3 * price.compute(profile->layerAttention, scale, act, 0,
-                                        efficiency.elementwise);
+      contextHidden = 3 * ringAttentionShare *
+                      price.compute(profile->layerAttention, scale, act, 0,
+                                    efficiency.elementwise);
   }
   const double contextPerMicrobatch =
       layersPerStage * std::max(0.0, contextPerLayer - contextHidden);
@@ -808,6 +829,8 @@ SearchResult search(const ModelProfile &model, const Cluster &cluster,
           for (ContextAttention attention :
                {ContextAttention::Ring, ContextAttention::AllToAll})
             if ((cp > 1 || attention == ContextAttention::Ring) &&
+                (cp == 1 || attention != ContextAttention::Ring ||
+                 model.seq % (2 * cp) == 0) &&
                 (!constraints.cpAttention || cp == 1 ||
                  *constraints.cpAttention == attention))
               degrees.push_back({tp, cp, pp, dp, ep, attention});

@@ -295,6 +295,7 @@ std::optional<ModelProfile> profileModel(ModuleOp module,
           cast<ShapedType>(attention.getKey().getType()).getDimSize(1);
       model.seq = query.getDimSize(2);
       model.hidden = query.getDimSize(1) * query.getDimSize(3);
+      model.causal = attention.getCausal();
     }
   });
   llvm::StringSet<> expertNames;

@@ -277,6 +277,14 @@ std::optional<Manifest> Manifest::parse(const std::string &json,
                 "'");
       return std::nullopt;
     }
+    for (size_t d = 0; d < spec.dims.size(); ++d)
+      if (spec.dims[d].zigzag &&
+          b.shape[d] % (2 * manifest.mesh.sizes[spec.dims[d].axes[0]]) != 0) {
+        read.fail("buffer '" + b.name + "' has the sharding '" + b.sharding +
+                  "', but its dim " + std::to_string(d) +
+                  " does not split into two chunks per rank");
+        return std::nullopt;
+      }
     if (b.role == WEFT_PARAM) {
       int64_t offset, stride;
       if (!read.integer(item, "weights_offset", offset) ||

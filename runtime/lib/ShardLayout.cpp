@@ -57,6 +57,10 @@ bool ShardSpec::parse(const std::string &text, size_t rank, ShardSpec &spec) {
   while (std::getline(tokens, token, ',')) {
     DimSplit dim;
     if (token != "-") {
+      if (token.size() > 1 && token.back() == 'z') {
+        dim.zigzag = true;
+        token.pop_back();
+      }
       size_t times = token.find('x');
       std::string axes = token.substr(0, times);
       if (times != std::string::npos) {
@@ -76,7 +80,8 @@ bool ShardSpec::parse(const std::string &text, size_t rank, ShardSpec &spec) {
           return false;
         dim.axes.push_back(std::stoi(axis));
       }
-      if (dim.axes.empty())
+      if (dim.axes.empty() ||
+          (dim.zigzag && (dim.axes.size() > 1 || dim.blocks > 1)))
         return false;
     }
     spec.dims.push_back(dim);
@@ -108,6 +113,8 @@ std::string ShardSpec::str() const {
       text += (i ? "." : "") + std::to_string(dims[d].axes[i]);
     if (dims[d].blocks > 1)
       text += "x" + std::to_string(dims[d].blocks);
+    if (dims[d].zigzag)
+      text += "z";
   }
   return text;
 }
@@ -130,6 +137,8 @@ std::string ShardSpec::describe(const MeshShape &mesh) const {
     }
     if (dims[d].blocks > 1)
       text += " (" + std::to_string(dims[d].blocks) + " blocks)";
+    if (dims[d].zigzag)
+      text += " (head/tail pairs)";
   }
   return text;
 }
@@ -139,6 +148,11 @@ bool ShardSpec::isReplicated() const {
     if (!dim.axes.empty())
       return false;
   return true;
+}
+
+/// A zigzag dim is two blocks whose second one takes its pieces in reverse.
+static int64_t blocksOf(const DimSplit &dim) {
+  return dim.zigzag ? 2 : dim.blocks;
 }
 
 static int64_t partsOf(const DimSplit &dim, const MeshShape &mesh) {
@@ -153,7 +167,7 @@ std::vector<int64_t> ShardSpec::localShape(const std::vector<int64_t> &global,
   // An uneven split rounds up: the last shards end in padding.
   std::vector<int64_t> local(global);
   for (size_t d = 0; d < dims.size(); ++d) {
-    int64_t blocks = dims[d].blocks, parts = partsOf(dims[d], mesh);
+    int64_t blocks = blocksOf(dims[d]), parts = partsOf(dims[d], mesh);
     local[d] = blocks * ((global[d] / blocks + parts - 1) / parts);
   }
   return local;
@@ -259,7 +273,9 @@ void ShardSpec::copy(const void *global, void *local,
   // View every dim d as [blocks, size / blocks]: the shard holds, in each
   // block, the chunk-th of `parts` pieces of ceil(block / parts) elements;
   // the last pieces may be cut short (their rest is padding). So the copy
-  // is a box over dims (blocks_0, piece_0, blocks_1, piece_1, ...).
+  // is a box over dims (blocks_0, piece_0, blocks_1, piece_1, ...). A
+  // zigzag dim's second block holds piece parts-1-chunk: the box's block
+  // stride spans the distance between its two pieces.
   std::vector<int64_t> localShape = this->localShape(globalShape, mesh);
   std::vector<int64_t> gStrides(dims.size()), lStrides(dims.size());
   int64_t globalStride = 1, localStride = 1, localCount = 1;
@@ -274,14 +290,21 @@ void ShardSpec::copy(const void *global, void *local,
   int64_t globalOffset = 0;
   bool padded = false;
   for (size_t d = 0; d < dims.size(); ++d) {
-    int64_t blocks = dims[d].blocks;
+    int64_t blocks = blocksOf(dims[d]);
     int64_t blockSize = globalShape[d] / blocks;
     int64_t piece = localShape[d] / blocks;
     int64_t valid =
         std::max<int64_t>(0, std::min(piece, blockSize - chunk[d] * piece));
     padded |= valid < piece;
+    int64_t blockStride = blockSize;
+    if (dims[d].zigzag) {
+      int64_t parts = partsOf(dims[d], mesh);
+      blockStride =
+          (zigzagChunk(chunk[d], 1, parts) - zigzagChunk(chunk[d], 0, parts)) *
+          piece;
+    }
     sizes.push_back(blocks);
-    globalStrides.push_back(blockSize * gStrides[d]);
+    globalStrides.push_back(blockStride * gStrides[d]);
     localStrides.push_back(piece * lStrides[d]);
     sizes.push_back(valid);
     globalStrides.push_back(gStrides[d]);

@@ -88,7 +88,9 @@ static cl::opt<bool>
 static cl::opt<std::string> cpAttention(
     "cp-attention",
     cl::desc("How attention runs over the cp axis: ring (key/value chunks "
-             "passed around it, the default) or all-to-all (Ulysses)"),
+             "passed around it, each rank holding a head and a tail chunk of "
+             "the sequence; the default), ring-contiguous (one chunk per "
+             "rank) or all-to-all (Ulysses)"),
     cl::init("ring"), cl::cat(category));
 static cl::opt<bool>
     padUneven("pad-uneven",

@@ -49,14 +49,33 @@ TEST(ShardingConsistency, CompilerAndRuntimeLocalShapesAgree) {
       sharding.dims[d].blocks = c.dims[d].second;
     }
     weft::runtime::ShardSpec spec;
-    ASSERT_TRUE(weft::runtime::ShardSpec::parse(sharding.runtimeSpec(),
+    ASSERT_TRUE(weft::runtime::ShardSpec::parse(sharding.runtimeSpec(mesh),
                                                 c.shape.size(), spec))
-        << sharding.runtimeSpec();
+        << sharding.runtimeSpec(mesh);
     llvm::SmallVector<int64_t> compiler = sharding.localShape(c.shape, mesh);
     std::vector<int64_t> runtime = spec.localShape(c.shape, runtimeMesh);
     EXPECT_EQ(std::vector<int64_t>(compiler.begin(), compiler.end()), runtime)
-        << "spec " << sharding.runtimeSpec();
+        << "spec " << sharding.runtimeSpec(mesh);
   }
+}
+
+TEST(ShardingConsistency, TheRingsSequenceIsWrittenInHeadTailPairs) {
+  weft::Mesh mesh;
+  mesh.names = {"dp", "cp"};
+  mesh.sizes = {2, 4};
+  mesh.contextAxis = 1;
+  weft::TensorSharding sharding = weft::TensorSharding::replicated(3);
+  sharding.dims[0].axes = {0};
+  sharding.dims[1].axes = {1};
+  EXPECT_EQ(sharding.runtimeSpec(mesh), "0,1,-");
+  mesh.contextRing = mesh.contextZigzag = true;
+  EXPECT_EQ(sharding.runtimeSpec(mesh), "0,1z,-");
+  weft::runtime::ShardSpec spec;
+  ASSERT_TRUE(
+      weft::runtime::ShardSpec::parse(sharding.runtimeSpec(mesh), 3, spec));
+  weft::runtime::MeshShape runtimeMesh{{"dp", "cp"}, {2, 4}};
+  EXPECT_EQ(spec.localShape({4, 64, 8}, runtimeMesh),
+            (std::vector<int64_t>{2, 16, 8}));
 }
 
 } // namespace

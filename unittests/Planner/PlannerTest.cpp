@@ -250,6 +250,54 @@ TEST(Predict, FusedAttentionKeepsScoresOffMemory) {
               1e-9 * compute(model, true));
 }
 
+TEST(Predict, TheRingComputesFiveEighthsOfCausalAttentionAtCpTwo) {
+  // A tenth of a layer's forward work is its attention; with a causal mask
+  // the ring's head/tail ranks compute (2cp+1)/(4cp) of its blocks, in the
+  // forward and in the backward (twice the forward's block products), on
+  // kernels that compute every score.
+  ModelProfile model = handModel(4);
+  for (TensorParallelProfile &p : model.tensorParallel)
+    p.layerAttention.ops = {{kLayerFlops / 10, 0, true}};
+  Cluster cluster = a100(1);
+  TrainingSetup setup{4, true};
+  Plan plan{4, 1, 1, 1, 1};
+  plan.cp = 2;
+  std::string error;
+  std::optional<Prediction> full = predict(model, cluster, setup, plan, error);
+  ASSERT_TRUE(full) << error;
+  model.causal = true;
+  std::optional<Prediction> causal =
+      predict(model, cluster, setup, plan, error);
+  ASSERT_TRUE(causal) << error;
+  // Per rank: 4 layers, one micro-batch of one sequence, half its tokens.
+  double attention = contractionTime(kLayerFlops / 10, cluster) / 2;
+  EXPECT_NEAR(full->time.compute - causal->time.compute,
+              4 * 3 * (1 - 5.0 / 8) * attention, 1e-9 * full->time.compute);
+  // Fused kernels skip masked tiles in any layout: no share of their own.
+  Cluster fused = cluster;
+  fused.fusedAttention = true;
+  std::optional<Prediction> fusedCausal =
+      predict(model, fused, setup, plan, error);
+  model.causal = false;
+  std::optional<Prediction> fusedFull =
+      predict(model, fused, setup, plan, error);
+  ASSERT_TRUE(fusedCausal && fusedFull) << error;
+  EXPECT_DOUBLE_EQ(fusedCausal->time.compute, fusedFull->time.compute);
+  model.causal = true;
+  // All-to-all (Ulysses) computes whole sequences of fewer heads.
+  plan.cpAttention = ContextAttention::AllToAll;
+  std::optional<Prediction> ulysses =
+      predict(model, cluster, setup, plan, error);
+  ASSERT_TRUE(ulysses) << error;
+  EXPECT_DOUBLE_EQ(ulysses->time.compute, full->time.compute);
+  // The ring's two chunks per rank must divide the sequence.
+  model.seq = 1026;
+  plan.cpAttention = ContextAttention::Ring;
+  EXPECT_FALSE(predict(model, cluster, setup, plan, error));
+  EXPECT_EQ(error, "cp=2 (ring) does not divide the sequence of 1026 into 4 "
+                   "chunks");
+}
+
 TEST(Predict, ElementwiseBytesComeFromTheCacheByFootprint) {
   // One memory-bound op per layer forward. Its bytes come from the cache
   // in the share the cache holds of what a micro-batch's layers keep for

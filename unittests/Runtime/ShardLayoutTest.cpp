@@ -60,6 +60,36 @@ TEST(ShardLayout, InterleavedBlocksGiveEachRankItsSliceOfEveryPart) {
   EXPECT_EQ(local, (std::vector<float>{1, 3, 5, 7, 9, 11}));
 }
 
+TEST(ShardLayout, ZigzagPairsAHeadChunkWithATailChunk) {
+  // A sequence of 8 over 2 ranks in chunks of 2: rank 0 holds chunks 0 and 3,
+  // rank 1 chunks 1 and 2.
+  MeshShape m = mesh({2});
+  ShardSpec spec;
+  ASSERT_TRUE(ShardSpec::parse("-,0z", 2, spec));
+  EXPECT_EQ(spec.str(), "-,0z");
+  EXPECT_TRUE(spec.dims[1].zigzag);
+  EXPECT_FALSE(ShardSpec::parse("0.1z", 1, spec)); // one axis only
+  EXPECT_FALSE(ShardSpec::parse("0x3z", 1, spec)); // not with blocks
+  ASSERT_TRUE(ShardSpec::parse("-,0z", 2, spec));
+  EXPECT_EQ(spec.localShape({2, 8}, m), (std::vector<int64_t>{2, 4}));
+  std::vector<float> global = iota(16);
+  std::vector<float> shard0(8), shard1(8);
+  spec.extract(global.data(), shard0.data(), {2, 8}, sizeof(float), 0, m);
+  spec.extract(global.data(), shard1.data(), {2, 8}, sizeof(float), 1, m);
+  EXPECT_EQ(shard0, (std::vector<float>{0, 1, 6, 7, 8, 9, 14, 15}));
+  EXPECT_EQ(shard1, (std::vector<float>{2, 3, 4, 5, 10, 11, 12, 13}));
+  std::vector<float> assembled(16, -1.0f);
+  spec.insert(shard0.data(), assembled.data(), {2, 8}, sizeof(float), 0, m);
+  spec.insert(shard1.data(), assembled.data(), {2, 8}, sizeof(float), 1, m);
+  EXPECT_EQ(assembled, global);
+  // Four ranks: rank 1 holds chunks 1 and 6 of 8.
+  MeshShape m4 = mesh({4});
+  ASSERT_TRUE(ShardSpec::parse("0z", 1, spec));
+  std::vector<float> rank1(4);
+  spec.extract(global.data(), rank1.data(), {16}, sizeof(float), 1, m4);
+  EXPECT_EQ(rank1, (std::vector<float>{2, 3, 12, 13}));
+}
+
 TEST(ShardLayout, UnevenSplitsArePaddedAndInsertedBack) {
   // 5 rows over 2 ranks: 3 each, the last row of rank 1 is padding.
   MeshShape m = mesh({2});

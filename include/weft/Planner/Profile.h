@@ -78,6 +78,7 @@ struct ModelProfile {
   int64_t batch = 1;  // the IR's (its work scales with it)
   int64_t seq = 0, hidden = 0, heads = 0, vocab = 0;
   int64_t kvHeads = 0; // key/value heads (fewer than heads under GQA)
+  bool causal = false; // its self-attention is causal
   double parameters = 0;
   /// Contraction FLOPs of one forward pass of `batch` sequences.
   double forwardFlops = 0;

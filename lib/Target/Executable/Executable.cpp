@@ -43,6 +43,8 @@ std::optional<EntryMesh> describeMesh(ModuleOp module) {
   EntryMesh entry;
   entry.names.assign(mesh->names.begin(), mesh->names.end());
   entry.sizes.assign(mesh->sizes.begin(), mesh->sizes.end());
+  if (mesh->contextZigzag)
+    entry.zigzagAxis = mesh->contextAxis;
   module.walk([&](Operation *op) {
     auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
     if (!axes || op->getDialect()->getNamespace() != "shard" ||
@@ -65,6 +67,8 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
     mesh = Mesh();
     mesh->names.assign(entryMesh->names.begin(), entryMesh->names.end());
     mesh->sizes.assign(entryMesh->sizes.begin(), entryMesh->sizes.end());
+    mesh->contextAxis = entryMesh->zigzagAxis;
+    mesh->contextZigzag = entryMesh->zigzagAxis.has_value();
   }
   // Global shape and spec from the buffer's `weft.sharding`, if any.
   auto place = [&](EntryBuffer &buffer, DictionaryAttr attrs) -> LogicalResult {
@@ -96,7 +100,7 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
                             : DenseI64ArrayAttr())
       buffer.globalShape.assign(global.asArrayRef().begin(),
                                 global.asArrayRef().end());
-    buffer.spec = sharding.runtimeSpec();
+    buffer.spec = sharding.runtimeSpec(mesh ? *mesh : Mesh());
     return success();
   };
   std::vector<EntryBuffer> buffers;

@@ -495,3 +495,8 @@ func.func @weights_on_func() attributes {weft.weights = "model.onnx"} {
 func.func @outputs_not_strings(%w: tensor<4xf32>) -> tensor<4xf32> attributes {weft.outputs = [1]} {
   return %w : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'weft.context_attention' must be "ring", "ring-contiguous" or "all-to-all" on a shard.grid}}
+shard.grid @mesh(shape = 2) {weft.axis_names = ["cp"], weft.context_axis = "cp", weft.context_attention = "zigzag"}

@@ -57,6 +57,8 @@ struct EntryMesh {
   std::vector<int64_t> sizes;
   /// The groups of mesh axes its collectives run over (bit a = axis a).
   std::vector<int64_t> groupMasks;
+  /// The context axis when the dims it splits lie in head/tail chunk pairs.
+  std::optional<int64_t> zigzagAxis;
 };
 
 /// The buffers of `func` in entry order (arguments, then results). Params

@@ -136,10 +136,11 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
   if (name == kContextAttentionAttrName) {
     auto mode = llvm::dyn_cast<StringAttr>(attr.getValue());
     if (op->getName().getStringRef() != "shard.grid" || !mode ||
-        !llvm::is_contained({"ring", "all-to-all"}, mode.getValue()))
+        !llvm::is_contained({"ring", "ring-contiguous", "all-to-all"},
+                            mode.getValue()))
       return op->emitError() << "'" << name
-                             << "' must be \"ring\" or \"all-to-all\" on "
-                                "a shard.grid";
+                             << "' must be \"ring\", \"ring-contiguous\" or "
+                                "\"all-to-all\" on a shard.grid";
     return success();
   }
   if (name == kFusedBackwardAttrName) {

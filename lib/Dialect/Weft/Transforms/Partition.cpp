@@ -17,6 +17,7 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -219,6 +220,7 @@ private:
                  ArrayRef<int64_t> globalShape, TensorSharding &cur);
   Value padTo(Value value, int64_t dim, int64_t size, Location loc);
   Value truncateTo(Value value, int64_t dim, int64_t size, Location loc);
+  Value zigzagOrder(Value value, int64_t dim, bool toRanks, Location loc);
   OpPlan planOp(Operation *op, const OpShardingRule &rule, bool resultsFirst);
   std::optional<OpPlan> planPartialPassThrough(Operation *op);
   LogicalResult partitionOp(Operation *op);
@@ -290,6 +292,39 @@ Value Partitioner::truncateTo(Value value, int64_t dim, int64_t size,
   return SliceOp::create(builder, loc, value, offsets, sizes, strides);
 }
 
+/// Reorders the 2n chunks of whole dim `dim` between the sequence's order
+/// and the ranks' order under the ring's head/tail pairs (rank r's two
+/// chunks next to each other, rank by rank, as a contiguous collective over
+/// the context axis splits or concatenates them); `toRanks` picks the way.
+Value Partitioner::zigzagOrder(Value value, int64_t dim, bool toRanks,
+                               Location loc) {
+  int64_t parts = mesh.sizes[*mesh.contextAxis];
+  RankedTensorType type = tensorTypeOf(value);
+  int64_t chunk = type.getDimSize(dim) / (2 * parts);
+  // ranksOrder[i]: the sequence chunk at position i in the ranks' order.
+  SmallVector<int64_t> ranksOrder;
+  for (int64_t position = 0; position < parts; ++position)
+    for (int64_t half = 0; half < 2; ++half)
+      ranksOrder.push_back(runtime::zigzagChunk(position, half, parts));
+  SmallVector<int64_t> order(2 * parts);
+  for (auto [index, sequenceChunk] : llvm::enumerate(ranksOrder)) {
+    if (toRanks)
+      order[index] = sequenceChunk;
+    else
+      order[sequenceChunk] = index;
+  }
+  SmallVector<Value> pieces;
+  SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+  SmallVector<int64_t> sizes(type.getShape());
+  sizes[dim] = chunk;
+  for (int64_t source : order) {
+    offsets[dim] = source * chunk;
+    pieces.push_back(
+        SliceOp::create(builder, loc, value, offsets, sizes, strides));
+  }
+  return ConcatOp::create(builder, loc, pieces, builder.getI64IntegerAttr(dim));
+}
+
 /// Emits one step. `cur` is the sharding `value` has, updated to the one
 /// the result has; `globalShape` is the whole tensor's, for uneven splits
 /// (pad-uneven): whole dims hold exactly the global size, split ones
@@ -305,6 +340,10 @@ Value Partitioner::emitStep(Value value, const Step &step, Location loc,
   auto padded = [&](int64_t dim) {
     return llvm::alignTo(globalShape[dim], parts);
   };
+  // Propagation splits a dim over the context axis alone when the ring
+  // pairs head and tail chunks, so the dim is whole on the other side of a
+  // step over that axis.
+  bool zigzag = mesh.isZigzag(step.axes);
   switch (step.kind) {
   case Step::AllReduce:
     for (MeshAxis axis : step.axes)
@@ -313,6 +352,8 @@ Value Partitioner::emitStep(Value value, const Step &step, Location loc,
   case Step::ReduceScatter: {
     llvm::erase(cur.partial, step.axes.front());
     cur.dims[step.dim].axes.push_back(step.axes.front());
+    if (zigzag)
+      value = zigzagOrder(value, step.dim, /*toRanks=*/true, loc);
     value = padTo(value, step.dim, padded(step.dim), loc);
     shape[step.dim] = padded(step.dim) / parts;
     return shard::ReduceScatterOp::create(
@@ -327,6 +368,8 @@ Value Partitioner::emitStep(Value value, const Step &step, Location loc,
     Value gathered =
         shard::AllGatherOp::create(builder, loc, withShape(type, shape), grid,
                                    axes, value, builder.getIndexAttr(step.dim));
+    if (zigzag)
+      return zigzagOrder(gathered, step.dim, /*toRanks=*/false, loc);
     return cur.dims[step.dim].isSplit()
                ? gathered
                : truncateTo(gathered, step.dim, globalShape[step.dim], loc);
@@ -343,9 +386,13 @@ Value Partitioner::emitStep(Value value, const Step &step, Location loc,
     cur.dims[step.dim].axes.push_back(step.axes.front());
     shape[step.dim] /= parts;
     shape[step.concatDim] *= parts;
-    return shard::AllToAllOp::create(
+    if (zigzag)
+      value = zigzagOrder(value, step.dim, /*toRanks=*/true, loc);
+    value = shard::AllToAllOp::create(
         builder, loc, withShape(type, shape), grid, axes, value,
         builder.getIndexAttr(step.dim), builder.getIndexAttr(step.concatDim));
+    return zigzag ? zigzagOrder(value, step.concatDim, /*toRanks=*/false, loc)
+                  : value;
   case Step::AllSlice: {
     bool wasWhole = !cur.dims[step.dim].isSplit();
     cur.dims[step.dim].axes.push_back(step.axes.front());
@@ -353,6 +400,8 @@ Value Partitioner::emitStep(Value value, const Step &step, Location loc,
       value = padTo(value, step.dim, padded(step.dim), loc);
       shape[step.dim] = padded(step.dim);
     }
+    if (zigzag)
+      value = zigzagOrder(value, step.dim, /*toRanks=*/true, loc);
     shape[step.dim] /= parts;
     return shard::AllSliceOp::create(builder, loc, withShape(type, shape), grid,
                                      axes, value,
@@ -746,7 +795,7 @@ LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
 LogicalResult Partitioner::partitionRingAttention(Operation *op,
                                                   const OpPlan &plan,
                                                   ArrayRef<Value> operands) {
-  Ring ring{mesh, *mesh.contextAxis};
+  Ring ring{mesh, *mesh.contextAxis, mesh.contextZigzag};
   SmallVector<Value, 3> results;
   if (auto attention = dyn_cast<AttentionOp>(op))
     results.push_back(buildRingAttention(

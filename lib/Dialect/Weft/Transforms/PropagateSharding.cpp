@@ -174,6 +174,8 @@ private:
                                const DimSharding &sharding, Operation *where) {
     int64_t size =
         llvm::cast<RankedTensorType>(value.getType()).getDimSize(dim);
+    if (mesh.isZigzag(sharding.axes))
+      return checkZigzag(value, dim, size, sharding, where);
     int64_t parts = mesh.size(sharding.axes) * sharding.blocks;
     if (size % parts == 0)
       return success();
@@ -194,6 +196,29 @@ private:
     else
       diag << " (--pad-uneven pads it)";
     return diag;
+  }
+
+  /// The ring's head/tail pairs cut a dim into two chunks per rank of the
+  /// context axis alone.
+  LogicalResult checkZigzag(Value value, int64_t dim, int64_t size,
+                            const DimSharding &sharding, Operation *where) {
+    int64_t parts = mesh.size(sharding.axes);
+    std::string what = "cannot split dim " + std::to_string(dim) + " (size " +
+                       std::to_string(size) + ") of " + describeTensor(value) +
+                       " over mesh axis '" + mesh.describe(sharding.axes) + "'";
+    if (sharding.axes.size() > 1 || sharding.blocks > 1)
+      return where->emitError()
+             << what << ": the ring's head/tail chunk pairs split a dim over '"
+             << mesh.names[*mesh.contextAxis]
+             << "' alone (--cp-attention ring-contiguous splits it in one "
+                "chunk per rank)";
+    if (size % (2 * parts) == 0)
+      return success();
+    return where->emitError()
+           << what << " (size " << parts
+           << ") in head/tail chunk pairs: " << size
+           << " is not divisible by 2 x " << parts
+           << " (--cp-attention ring-contiguous cuts one chunk per rank)";
   }
 
   /// Padding a factor's dims is only sound when they all have the same

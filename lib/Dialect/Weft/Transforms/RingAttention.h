@@ -15,11 +15,13 @@
 
 namespace weft {
 
-/// The ring: the context axis of `mesh`, whose ranks each hold one
-/// contiguous chunk of the sequence, chunk r on the rank at position r.
+/// The ring: the context axis of `mesh`. Its rank at position r holds
+/// chunks r and 2n-1-r of 2n (zigzag, runtime::zigzagChunk) or chunk r of
+/// n.
 struct Ring {
   const Mesh &mesh;
   MeshAxis axis;
+  bool zigzag;
 };
 
 /// `attention(q, k, v)` for this rank's query chunk: the key/value chunks

@@ -178,10 +178,11 @@ struct WeftShardPresetsPass
         std::optional<MeshAxis> cp = axisFor("cp", "cp");
         if (!cp)
           return signalPassFailure();
-        if (contextAttention != "ring" && contextAttention != "all-to-all") {
+        if (!llvm::is_contained({"ring", "ring-contiguous", "all-to-all"},
+                                contextAttention)) {
           module.emitError()
               << "unknown context attention '" << contextAttention
-              << "' (expected ring or all-to-all)";
+              << "' (expected ring, ring-contiguous or all-to-all)";
           return signalPassFailure();
         }
         for (auto grid : module.getOps<shard::GridOp>()) {

@@ -81,7 +81,9 @@ std::optional<Mesh> Mesh::find(ModuleOp module) {
       mesh.contextAxis = mesh.axisNamed(context.getValue());
     auto attention =
         grid->getAttrOfType<StringAttr>(WeftDialect::kContextAttentionAttrName);
-    mesh.contextRing = attention && attention.getValue() == "ring";
+    mesh.contextZigzag = attention && attention.getValue() == "ring";
+    mesh.contextRing = mesh.contextZigzag ||
+                       (attention && attention.getValue() == "ring-contiguous");
     return mesh;
   }
   return std::nullopt;
@@ -159,7 +161,7 @@ std::optional<TensorSharding> TensorSharding::parse(StringRef text,
   return sharding;
 }
 
-std::string TensorSharding::runtimeSpec() const {
+std::string TensorSharding::runtimeSpec(const Mesh &mesh) const {
   SmallVector<std::string> parts;
   for (const DimSharding &dim : dims) {
     if (!dim.isSplit()) {
@@ -172,6 +174,8 @@ std::string TensorSharding::runtimeSpec() const {
     std::string part = llvm::join(axes, ".");
     if (dim.blocks > 1)
       part += "x" + std::to_string(dim.blocks);
+    if (mesh.isZigzag(dim.axes))
+      part += "z";
     parts.push_back(part);
   }
   return llvm::join(parts, ",");

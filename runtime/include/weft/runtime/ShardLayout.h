@@ -8,7 +8,9 @@
 // A sharding spec has one token per dim, comma-separated: "-" for a whole
 // dim, else the mesh axes that split it, major first, joined by '.', and an
 // optional "xB" when the dim holds B interleaved blocks (a fused QKV
-// weight): "-,1x3" splits dim 1 over mesh axis 1, part by part.
+// weight): "-,1x3" splits dim 1 over mesh axis 1, part by part. A "z"
+// suffix lays a dim split over one axis out in head/tail pairs (context
+// parallelism's load-balanced sequence, see zigzagChunk): "-,1z,-".
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +42,16 @@ struct MeshShape {
 struct DimSplit {
   std::vector<int> axes;
   int64_t blocks = 1;
+  bool zigzag = false;
 };
+
+/// Context parallelism balances a causal mask's work by cutting the sequence
+/// into 2n chunks for n ranks and giving the rank at position r chunks r and
+/// 2n-1-r (an early and a late one): its `half`-th chunk (0 or 1). The
+/// compiler's reshards and the runtime's slicing both place chunks by it.
+inline int64_t zigzagChunk(int64_t position, int64_t half, int64_t parts) {
+  return half == 0 ? position : 2 * parts - 1 - position;
+}
 
 struct ShardSpec {
   std::vector<DimSplit> dims;

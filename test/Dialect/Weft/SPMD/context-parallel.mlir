@@ -2,8 +2,12 @@
 // attention keeps it split and passes key/value chunks around the axis
 // (shard.shift); as an all-to-all (Ulysses), the split moves to the heads
 // around each attention. Everything else is token-local and stays split.
+// The ring's ranks hold a head and a tail chunk each (rank r: chunks r and
+// 2n-1-r), so that a causal mask leaves them the same work; with
+// ring-contiguous each holds one chunk and computes every block.
 
 // RUN: weft-opt %s -split-input-file --weft-shard-presets="mesh=cp=2 parallel=cp" --weft-propagate-sharding --weft-partition | FileCheck %s --check-prefix=RING
+// RUN: weft-opt %s -split-input-file --weft-shard-presets="mesh=cp=2 parallel=cp context-attention=ring-contiguous" --weft-propagate-sharding --weft-partition | FileCheck %s --check-prefix=CONTIG
 // RUN: weft-opt %s -split-input-file --weft-shard-presets="mesh=cp=4 parallel=cp context-attention=all-to-all" --weft-propagate-sharding --weft-partition | FileCheck %s --check-prefix=A2A
 // RUN: weft-opt %s -split-input-file --weft-shard-presets="mesh=dp=2,cp=2 parallel=dp,cp" --weft-propagate-sharding --weft-partition | FileCheck %s --check-prefix=DPCP
 // RUN: not weft-opt %s -split-input-file --weft-shard-presets="mesh=cp=2" 2>&1 | FileCheck %s --check-prefix=NOCP
@@ -12,14 +16,35 @@
 // RING-LABEL: func.func @self_attention
 // RING-SAME: %arg0: tensor<2x8x32xf32> {weft.input = "x", weft.sharding = "[], [cp], []"}
 // RING-NOT: shard.all_gather
-// RING: shard.process_multi_index on @mesh axes = [0]
-// RING: weft.matmul {{.*}} : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+// RING: %[[RANK:.*]] = shard.process_multi_index on @mesh axes = [0]
+// The diagonal step: head queries x head keys, tail queries x both halves.
+// RING: weft.matmul {{.*}} : tensor<2x4x4x8xf32>, tensor<2x4x8x4xf32>
+// RING: weft.matmul {{.*}} : tensor<2x4x4x8xf32>, tensor<2x4x8x8xf32>
 // RING: shard.shift {{.*}} on @mesh grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x4x8x8xf32>
 // RING: shard.shift {{.*}} on @mesh grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x4x8x8xf32>
 // RING-NOT: shard.shift
-// RING: weft.exp
+// Then half a block: tail queries x the arriving head keys, and the block
+// the rank picks (from an earlier rank: head x head, else tail x tail).
+// RING: weft.matmul {{.*}} : tensor<2x4x4x8xf32>, tensor<2x4x8x4xf32>
+// RING: %[[EARLY:.*]] = arith.cmpi uge, %[[RANK]], %c1
+// RING: weft.where {{.*}} : tensor<i1>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>
+// RING: weft.matmul {{.*}} : tensor<2x4x4x8xf32>, tensor<2x4x8x4xf32>
+// RING-NOT: tensor<2x4x8x8xf32>
 // RING-NOT: shard.
+// RING: weft.concat {{.*}} <{axis = 2 : i64}> : tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>
 // RING: return {{.*}} : tensor<2x8x32xf32>
+
+// CONTIG: shard.grid @mesh(shape = 2) {weft.axis_names = ["cp"], weft.context_attention = "ring-contiguous", weft.context_axis = "cp"}
+// CONTIG-LABEL: func.func @self_attention
+// CONTIG-NOT: shard.all_gather
+// CONTIG: shard.process_multi_index on @mesh axes = [0]
+// CONTIG: weft.matmul {{.*}} : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+// CONTIG: shard.shift {{.*}} on @mesh grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x4x8x8xf32>
+// CONTIG: shard.shift {{.*}} on @mesh grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x4x8x8xf32>
+// CONTIG-NOT: shard.shift
+// CONTIG: weft.matmul {{.*}} : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+// CONTIG-NOT: shard.
+// CONTIG: return {{.*}} : tensor<2x8x32xf32>
 
 // A2A-LABEL: func.func @self_attention
 // A2A-SAME: %arg0: tensor<2x4x32xf32> {weft.input = "x", weft.sharding = "[], [cp], []"}
@@ -51,10 +76,16 @@ func.func @self_attention(%x: tensor<2x16x32xf32> {weft.input = "x"}) -> tensor<
 // values): one turn of the keys rebuilds the log-sum-exp; a second carries
 // the values and the key/value gradients (three shifts), which take one
 // more step home (two).
+// Under the head/tail layout each later step's blocks are half blocks.
 // RING-LABEL: func.func @attention_grad
 // RING-COUNT-8: shard.shift
 // RING-NOT: shard.shift
+// RING-NOT: weft.matmul {{.*}} : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
 // RING: return {{.*}} : tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>
+// CONTIG-LABEL: func.func @attention_grad
+// CONTIG-COUNT-8: shard.shift
+// CONTIG-NOT: shard.shift
+// CONTIG: return {{.*}} : tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>
 
 // Under all-to-all the gradient reads the operands already moved to heads
 // and moves its three results back.
@@ -89,8 +120,15 @@ func.func @attention_grad(%x: tensor<2x16x32xf32> {weft.input = "x"}) -> (tensor
 // computed on the gathered sequence, and the partitioner says so.
 // RUN: weft-opt %s -split-input-file --weft-shard-presets="mesh=cp=2 parallel=cp" --weft-propagate-sharding --weft-partition 2>&1 >/dev/null | FileCheck %s --check-prefix=GATHERED
 // GATHERED: warning: context parallelism: this attention has an explicit mask, so its sequence is gathered over 'cp' instead of passed around a ring or split by heads
+// The gathered sequence is put back in order (its chunks came rank by
+// rank, each rank's head and tail chunk together), and split again after.
 // RING-LABEL: func.func @masked_attention
-// RING: shard.all_gather
+// RING: %[[WHOLE:.*]] = shard.all_gather {{.*}} gather_axis = 2 : tensor<2x4x8x8xf32> -> tensor<2x4x16x8xf32>
+// RING-NEXT: %[[C0:.*]] = weft.slice %[[WHOLE]] <{offsets = array<i64: 0, 0, 0, 0>, sizes = array<i64: 2, 4, 4, 8>
+// RING-NEXT: %[[C1:.*]] = weft.slice %[[WHOLE]] <{offsets = array<i64: 0, 0, 8, 0>, sizes = array<i64: 2, 4, 4, 8>
+// RING-NEXT: %[[C2:.*]] = weft.slice %[[WHOLE]] <{offsets = array<i64: 0, 0, 12, 0>, sizes = array<i64: 2, 4, 4, 8>
+// RING-NEXT: %[[C3:.*]] = weft.slice %[[WHOLE]] <{offsets = array<i64: 0, 0, 4, 0>, sizes = array<i64: 2, 4, 4, 8>
+// RING-NEXT: weft.concat %[[C0]], %[[C1]], %[[C2]], %[[C3]] <{axis = 2 : i64}>
 // RING: weft.attention {{.*}} : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<16x16xf32>
 func.func @masked_attention(%x: tensor<2x16x32xf32> {weft.input = "x"}, %m: tensor<16x16xf32>) -> tensor<2x16x32xf32> {
   %r = weft.reshape %x : tensor<2x16x32xf32> -> tensor<2x16x4x8xf32>

@@ -94,7 +94,9 @@ def Weft_Dialect : Dialect {
     /// tied} (a dictionary).
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "weft.pipeline";
     /// On a `shard.grid`: the context-parallel axis (a StringAttr naming
-    /// it) and how attention runs over it, "ring" or "all-to-all".
+    /// it) and how attention runs over it: "ring" (the sequence in
+    /// head/tail chunk pairs, balancing a causal mask's work),
+    /// "ring-contiguous" (one chunk per rank) or "all-to-all".
     static constexpr ::llvm::StringLiteral kContextAxisAttrName =
         "weft.context_axis";
     static constexpr ::llvm::StringLiteral kContextAttentionAttrName =

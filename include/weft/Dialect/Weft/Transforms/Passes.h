@@ -36,7 +36,8 @@ struct SPMDPipelineOptions
                        llvm::cl::init(0)};
   Option<std::string> contextAttention{
       *this, "context-attention",
-      llvm::cl::desc("How attention runs over cp: ring or all-to-all"),
+      llvm::cl::desc(
+          "How attention runs over cp: ring, ring-contiguous or all-to-all"),
       llvm::cl::init("ring")};
   Option<bool> padUneven{
       *this, "pad-uneven",

@@ -231,8 +231,11 @@ def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
       sequence. The grid records the axis (`weft.context_axis`) and
       `context-attention`, which `weft-partition` reads: `ring` keeps the
       sequence split inside attention and passes key/value chunks around
-      the axis (online softmax); `all-to-all` (DeepSpeed-Ulysses) moves the
-      split from the sequence to the heads around each attention.
+      the axis (online softmax), each rank holding a head and a tail chunk
+      of the sequence (chunks r and 2n-1-r of 2n) so that a causal mask
+      leaves every rank the same work; `ring-contiguous` gives each rank
+      one chunk and computes every block; `all-to-all` (DeepSpeed-Ulysses)
+      moves the split from the sequence to the heads around each attention.
     - `ep`: expert parallelism over `ep`: the experts' stacked weights
       (3-D parameters [experts, ...] read by a batched matmul) are split
       on their first dim, and the first model input on its batch dim, as
@@ -267,7 +270,7 @@ def WeftShardPresets : Pass<"weft-shard-presets", "::mlir::ModuleOp"> {
            "gradients then arrive reduce-scattered), 3 also the parameters">,
     Option<"contextAttention", "context-attention", "std::string",
            /*default=*/"\"ring\"",
-           "How attention runs over cp: ring or all-to-all">
+           "How attention runs over cp: ring, ring-contiguous or all-to-all">
   ];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::shard::ShardDialect"];
 }
@@ -313,6 +316,13 @@ def WeftPartition : Pass<"weft-partition", "::mlir::ModuleOp"> {
     is reduced only where a user needs it whole, so a Megatron block has one
     all-reduce. Arguments and results carry `weft.sharding` so that the
     runtime can split inputs and weights and assemble outputs.
+
+    An attention whose sequence is split over the grid's context axis runs
+    as a ring of `shard.shift`s (or, under `all-to-all`, with its heads
+    split instead). Under `ring` a dim split over that axis holds a head
+    and a tail chunk per rank (chunks r and 2n-1-r of 2n): the collectives
+    over the axis reorder the chunks around them (slices and a concat), so
+    that a gathered sequence is in order.
   }];
   let dependentDialects = [
     "::weft::WeftDialect", "::mlir::shard::ShardDialect",

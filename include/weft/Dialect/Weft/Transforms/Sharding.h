@@ -32,12 +32,20 @@ struct Mesh {
   std::string symbol;
   llvm::SmallVector<std::string> names;
   llvm::SmallVector<int64_t> sizes;
-  /// The context-parallel axis, if any, and whether attention runs over it
-  /// as a ring (else as an all-to-all over heads).
+  /// The context-parallel axis, if any, whether attention runs over it as a
+  /// ring (else as an all-to-all over heads) and whether the ring's sequence
+  /// is laid out in head/tail chunk pairs (runtime::zigzagChunk) rather than
+  /// one contiguous chunk per rank.
   std::optional<MeshAxis> contextAxis;
   bool contextRing = false;
+  bool contextZigzag = false;
 
   int64_t size(llvm::ArrayRef<MeshAxis> axes) const;
+  /// Whether a dim split over `axes` is laid out in head/tail pairs.
+  bool isZigzag(llvm::ArrayRef<MeshAxis> axes) const {
+    return contextZigzag && contextAxis &&
+           llvm::is_contained(axes, *contextAxis);
+  }
   std::optional<MeshAxis> axisNamed(llvm::StringRef name) const;
   /// "tp" or "dp,tp".
   std::string describe(llvm::ArrayRef<MeshAxis> axes) const;
@@ -89,9 +97,9 @@ struct TensorSharding {
   /// Reads what describe() writes (without the partial part).
   static std::optional<TensorSharding> parse(llvm::StringRef text,
                                              const Mesh &mesh);
-  /// The runtime's spec: "-,1x3" (see
+  /// The runtime's spec: "-,1x3" or "-,1z" (see
   /// runtime/include/weft/runtime/ShardLayout.h).
-  std::string runtimeSpec() const;
+  std::string runtimeSpec(const Mesh &mesh) const;
   /// The per-rank shape of a tensor of `shape` (an uneven split rounds up).
   llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> shape,
                                         const Mesh &mesh) const;
