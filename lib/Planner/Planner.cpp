@@ -413,12 +413,13 @@ static std::optional<Prediction> predictOnLinks(const ModelProfile &model,
   const double scale = double(plan.microbatchSize) / model.batch / plan.cp;
   // Under a causal mask the ring's ranks compute (2cp+1)/(4cp) of the
   // score blocks a contiguous chunk would (the diagonal's three needed
-  // quarters, half a block per later step), where the kernels compute
-  // every score (Weft's own). Fused kernels skip masked tiles in any
-  // layout; there the head/tail layout gives the balance the 1/cp share
-  // already assumes.
+  // quarters, half a block per later step), while Weft's CPU kernels
+  // compute every score of a whole sequence. GPU presets keep the 1/cp
+  // share, the balance the head/tail layout gives: fused kernels skip
+  // masked tiles in any layout, and the unfused A100 calibration prices
+  // attention as the published runs' kernels did it, every score.
   const double ringAttentionShare =
-      plan.cp > 1 && ring && model.causal && !cluster.fusedAttention
+      plan.cp > 1 && ring && model.causal && cluster.cpuRanks()
           ? (2.0 * plan.cp + 1) / (4.0 * plan.cp)
           : 1.0;
   const int64_t seqPerRank = model.seq / plan.cp;

@@ -92,6 +92,7 @@ weft::CompileOptions readOptions(const py::dict &dict) {
   r.read("bucket_mb", o.bucketMb);
   r.read("grad_sync", o.gradSync);
   r.read("dp_sync_every", o.dpSyncEvery);
+  r.read("cp_attention", o.cpAttention);
   r.read("microbatches", o.microbatches);
   r.read("schedule", o.schedule);
   r.read("virtual_stages", o.virtualStages);
@@ -162,6 +163,7 @@ py::dict optionsDict(const weft::CompileOptions &o) {
   d["bucket_mb"] = o.bucketMb;
   d["grad_sync"] = o.gradSync;
   d["dp_sync_every"] = o.dpSyncEvery;
+  d["cp_attention"] = o.cpAttention;
   d["microbatches"] = o.microbatches;
   d["schedule"] = o.schedule;
   d["virtual_stages"] = o.virtualStages;

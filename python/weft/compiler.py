@@ -44,6 +44,7 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
             zero: int = 0, schedule: str = "1f1b", microbatches: int = 1,
             virtual_stages: int = 1, stage_boundaries: Optional[Sequence[int]] = None,
             bucket_mb: float = 25.0, grad_sync: str = "library", dp_sync_every: int = 1,
+            cp_attention: str = "ring",
             token_input: Optional[str] = None,
             plan: Union[None, str, Plan] = None, cluster: Optional[str] = None,
             nodes: int = 1, target: str = "cpu", opt_level: int = 2,
@@ -58,7 +59,8 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
     ({"dp": 2, "tp": 2} or "dp=2,tp=2"), each axis split by its usual
     strategy (dp: data parallel, tp: Megatron, cp: context, ep: experts;
     pp: pipeline stages) unless
-    `parallel` names them. train=True compiles a training step (or
+    `parallel` names them; cp_attention is "ring" (each rank a head and a
+    tail chunk of the sequence), "ring-contiguous" or "all-to-all". train=True compiles a training step (or
     program="gradients" its loss and gradients). plan is a Plan from
     weft.plan (compiled exactly), "auto", or pinned choices ("dp=2,pp=2")
     for the planner to complete on `cluster`. The files go to `output`
@@ -97,6 +99,7 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
                 "parallel": list(parallel or []), "sequence_parallel": sequence_parallel,
                 "pad_uneven": pad_uneven, "bucket_mb": float(bucket_mb),
                 "grad_sync": grad_sync, "dp_sync_every": int(dp_sync_every),
+                "cp_attention": cp_attention,
                 "microbatches": int(microbatches), "schedule": schedule,
                 "virtual_stages": int(virtual_stages),
                 "stage_boundaries": [int(b) for b in stage_boundaries or []],

@@ -6,15 +6,16 @@
 //
 // Under a causal mask, contiguous chunks leave the blocks of later chunks
 // fully masked: rank 0 needs one block, rank n-1 all n, and the ring waits
-// for the slowest. The load-balanced layout (Striped/zigzag, as in
-// Megatron-LM's context parallelism) cuts the sequence into 2n chunks and
-// gives rank r chunks r and 2n-1-r. Then every off-diagonal step needs
-// exactly half a block: when the arriving chunks come from an earlier rank,
-// both query chunks against its first key chunk; from a later rank, the
-// second query chunk against both key chunks. Both halves hold the block
-// (second queries x first keys); the other is picked by rank at run time.
+// for the slowest. The load-balanced layout (zigzag, as in Megatron-LM's
+// context parallelism) cuts the sequence into 2n chunks and gives rank r
+// chunks r and 2n-1-r. Then every off-diagonal step needs exactly half a
+// block: when the arriving chunks come from an earlier rank, both query
+// chunks against its first key chunk; from a later rank, the second query
+// chunk against both key chunks. Both cases include the quarter (second
+// queries x first keys); the other quarter is picked by rank at run time.
 // Contiguous chunks ("ring-contiguous") compute every block, masked ones
-// too: in step, but twice the causal work.
+// too: in step, but twice the causal work. Without a mask every block is
+// needed and the layout does not matter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -350,9 +351,6 @@ SmallVector<Value, 3> zigzagAttentionGrad(Blocks &blocks, Value q, Value k,
   // Gradients per query half, and per key half of the chunks travelling
   // with the values.
   Value queryGrad[2], keyGrad[2], valueGrad[2];
-  auto accumulate = [&](Value &sum, Value part) {
-    sum = sum ? blocks.add(sum, part) : part;
-  };
   for (int64_t step = 0; step < n; ++step) {
     if (step > 0) {
       v = blocks.shift(v);
@@ -384,9 +382,9 @@ SmallVector<Value, 3> zigzagAttentionGrad(Blocks &blocks, Value q, Value k,
     }
     Value k0PerHead = blocks.perQueryHead(k0);
     BlockGrad always = grad(1, blocks.rawScores(q1, k0PerHead), k0PerHead, v0);
-    accumulate(queryGrad[1], always.query);
-    accumulate(keyGrad[0], always.key);
-    accumulate(valueGrad[0], always.value);
+    queryGrad[1] = blocks.add(queryGrad[1], always.query);
+    keyGrad[0] = blocks.add(keyGrad[0], always.key);
+    valueGrad[0] = blocks.add(valueGrad[0], always.value);
     // The picked block, as in the forward pass.
     Value early = blocks.fromEarlierRank(step);
     auto pick = [&](Value *halves) {
