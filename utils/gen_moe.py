@@ -26,7 +26,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from gen_torch_models import causal_self_attention
+# Importing a sibling script would leave a bytecode cache in utils/: runs
+# write nothing into the repo.
+sys.dont_write_bytecode = True
+from gen_torch_models import causal_self_attention  # noqa: E402
 
 
 class MoE(nn.Module):
