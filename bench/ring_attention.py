@@ -32,6 +32,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from statistics import median
 
 from weft import tool
 
@@ -49,12 +50,6 @@ def busy_per_step(trace, ranks):
                             if s["ts"] <= w["ts"] <= s["ts"] + s["dur"])) / 1e3
             for s in steps[1:]]
     return busy
-
-
-def median(values):
-    values = sorted(values)
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
 def step_ms(trace):
