@@ -261,6 +261,15 @@ func.func @f(%table: tensor<5x3xf64> {weft.param = "table"}, %ids: tensor<2x3xi6
   return %0 : tensor<2x3x3xf64>
 })",
      -1, 1, 5},
+    // Falcon's export picks its shared key and value heads by a scalar
+    // index on an inner axis.
+    {"gather_inner_axes", R"(
+func.func @f(%data: tensor<2x5x3xf64> {weft.param = "data"}, %ids: tensor<2x2xi64> {weft.input = "ids"}, %id: tensor<i64> {weft.input = "id"}) -> (tensor<2x2x2x3xf64>, tensor<2x5xf64>) {
+  %0 = weft.gather %data, %ids <{axis = 1 : i64}> : tensor<2x5x3xf64>, tensor<2x2xi64>
+  %1 = weft.gather %data, %id <{axis = 2 : i64}> : tensor<2x5x3xf64>, tensor<i64>
+  return %0, %1 : tensor<2x2x2x3xf64>, tensor<2x5xf64>
+})",
+     -1, 1, 3},
     {"extrema_trilu", R"(
 func.func @f(%a: tensor<3x4xf64> {weft.param = "a"}) -> (tensor<3xf64>, tensor<1x4xf64>, tensor<3x4xf64>, tensor<3x4xf64>) {
   %0 = weft.reduce_max %a <{axes = array<i64: 1>}> : tensor<3x4xf64>

@@ -1276,6 +1276,232 @@ LogicalResult Importer::importCumSum(const onnx::NodeProto &n) {
   return setOutput(0, *result);
 }
 
+/// Each dim d is repeated whole: [1, d] broadcast to [r, d], then one dim
+/// of r·d, so that the copies follow one another as numpy's tile lays them.
+LogicalResult Importer::importTile(const onnx::NodeProto &n) {
+  FailureOr<Value> x = requiredInput(0);
+  FailureOr<HostTensor> repeats = constantInput(1, "repeats");
+  if (failed(x) || failed(repeats))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  if (repeats->size() != type.getRank())
+    return nodeError() << "repeats has " << repeats->size()
+                       << " entries for an input of rank " << type.getRank();
+  SmallVector<int64_t> spread, expanded, tiled;
+  for (auto [dim, times] : llvm::zip(type.getShape(), repeats->ints)) {
+    if (times < 1)
+      return nodeError() << "repeats must be at least 1, not " << times;
+    if (times > 1) {
+      spread.push_back(1);
+      expanded.push_back(times);
+    }
+    spread.push_back(dim);
+    expanded.push_back(dim);
+    tiled.push_back(dim * times);
+  }
+  FailureOr<Value> result = reshape(*x, spread);
+  if (succeeded(result))
+    result = createTyped<ExpandOp>(type.clone(expanded), {*result});
+  if (succeeded(result))
+    result = reshape(*result, tiled);
+  if (failed(result))
+    return failure();
+  return setOutput(0, *result);
+}
+
+/// out[.., i, ..] = data[.., indices[.., i, ..], ..] along `axis`: the axis
+/// moved last, every index compared with every position of it, and the one
+/// match kept by a sum over a select. A select, not a one-hot product, so
+/// that an infinite element elsewhere in the row gives no NaN; its gradient
+/// is the select's.
+LogicalResult Importer::importGatherElements(const onnx::NodeProto &n) {
+  FailureOr<Value> data = requiredInput(0), indices = requiredInput(1);
+  if (failed(data) || failed(indices))
+    return failure();
+  RankedTensorType dataType = typeOf(*data), indexType = typeOf(*indices);
+  int64_t rank = dataType.getRank();
+  if (rank == 0 || indexType.getRank() != rank)
+    return nodeError() << "indices have rank " << indexType.getRank()
+                       << " and data rank " << rank
+                       << ": both need the same rank, at least 1";
+  FailureOr<int64_t> axis = normalizeAxis(intAttr("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  int64_t positions = dataType.getDimSize(*axis);
+  SmallVector<int64_t> reached = llvm::to_vector(indexType.getShape());
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis && reached[d] > dataType.getDimSize(d))
+      return nodeError() << "indices dim " << d << " (" << reached[d]
+                         << ") is longer than data's ("
+                         << dataType.getDimSize(d) << ")";
+  DenseElementsAttr constantIndices;
+  if (matchPattern(*indices, m_Constant(&constantIndices)))
+    for (const APInt &i : constantIndices.getValues<APInt>())
+      if (i.getSExtValue() < -positions || i.getSExtValue() >= positions)
+        return nodeError() << "index " << i.getSExtValue()
+                           << " is out of range for dim " << *axis
+                           << " of size " << positions;
+  reached[*axis] = positions;
+
+  Type element = dataType.getElementType();
+  Type summed = element.isInteger(1) ? builder.getI32Type() : element;
+  FailureOr<Value> table = castTo(*data, summed);
+  if (succeeded(table) && !llvm::equal(reached, dataType.getShape()))
+    table = compose<SliceOp>(
+        {table},
+        {named("offsets",
+               builder.getDenseI64ArrayAttr(SmallVector<int64_t>(rank, 0))),
+         named("sizes", builder.getDenseI64ArrayAttr(reached)),
+         named("strides",
+               builder.getDenseI64ArrayAttr(SmallVector<int64_t>(rank, 1)))});
+  SmallVector<int64_t> permutation =
+      llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(permutation[*axis], permutation[rank - 1]);
+  auto moveAxis = [&](FailureOr<Value> value) -> FailureOr<Value> {
+    if (*axis == rank - 1)
+      return value;
+    return compose<TransposeOp>(
+        {value},
+        {named("permutation", builder.getDenseI64ArrayAttr(permutation))});
+  };
+  auto unsqueeze = [&](FailureOr<Value> value, int64_t at) {
+    return compose<UnsqueezeOp>(
+        {value}, {named("axes", builder.getDenseI64ArrayAttr({at}))});
+  };
+  Type indexElement = indexType.getElementType();
+  HostTensor iota = HostTensor::zeros({positions}, indexElement);
+  std::iota(iota.ints.begin(), iota.ints.end(), 0);
+  // [.., t, 1] indices against [positions]; [.., 1, positions] rows.
+  FailureOr<Value> ids = unsqueeze(moveAxis(*indices), rank);
+  ids = compose<WhereOp>(
+      {compose<LessOp>({ids, scalarConstant(indexElement, 0)}),
+       compose<AddOp>({ids, scalarConstant(indexElement, positions)}), ids});
+  FailureOr<Value> picked = compose<WhereOp>(
+      {compose<EqualOp>({ids, constant(iota)}),
+       unsqueeze(moveAxis(table), rank - 1), scalarConstant(summed, 0)});
+  FailureOr<Value> result = moveAxis(compose<ReduceSumOp>(
+      {picked}, {named("axes", builder.getDenseI64ArrayAttr({rank}))}));
+  if (succeeded(result))
+    result = castTo(*result, element);
+  if (failed(result))
+    return failure();
+  return setOutput(0, *result);
+}
+
+/// data[indices[n]] = updates[n] (or combined by `reduction`), as rows of
+/// data seen as [R, W]: each update's row number compared with every row.
+/// Without a reduction each row takes the last update that names it (as
+/// ONNX's reference loop does) by a gather; a reduction combines the
+/// updates of each row first, then with the row.
+LogicalResult Importer::importScatterND(const onnx::NodeProto &n) {
+  FailureOr<Value> data = requiredInput(0), indices = requiredInput(1),
+                   updates = requiredInput(2);
+  if (failed(data) || failed(indices) || failed(updates))
+    return failure();
+  std::string reduction = stringAttr("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
+      reduction != "max" && reduction != "min")
+    return nodeError() << "unknown reduction '" << reduction << "'";
+  RankedTensorType dataType = typeOf(*data), indexType = typeOf(*indices);
+  ArrayRef<int64_t> dataShape = dataType.getShape();
+  int64_t depth = indexType.getRank() ? indexType.getShape().back() : 0;
+  if (depth < 1 || depth > dataType.getRank())
+    return nodeError() << "the last dim of indices (" << depth
+                       << ") must be between 1 and the rank of data ("
+                       << dataType.getRank() << ")";
+  SmallVector<int64_t> updateShape(indexType.getShape().drop_back());
+  llvm::append_range(updateShape, dataShape.drop_front(depth));
+  if (!llvm::equal(updateShape, typeOf(*updates).getShape()))
+    return nodeError() << "updates have the wrong shape: indices and data "
+                          "ask for "
+                       << updateShape.size() << " dims ending "
+                       << (updateShape.empty() ? 0 : updateShape.back());
+  if (reduction != "none" && dataType.getElementType().isInteger(1))
+    return nodeError() << "reduction '" << reduction
+                       << "' on boolean data is not supported";
+  int64_t rows = product(dataShape.take_front(depth));
+  int64_t width = product(dataShape.drop_front(depth));
+  int64_t count = product(indexType.getShape().drop_back());
+  Type indexElement = indexType.getElementType();
+  auto constantOf = [&](ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
+    HostTensor t = HostTensor::zeros(shape, indexElement);
+    t.ints.assign(values.begin(), values.end());
+    return constant(t);
+  };
+  SmallVector<int64_t> order(std::max(rows, count));
+  std::iota(order.begin(), order.end(), 0);
+
+  FailureOr<Value> table = reshape(*data, {rows, width});
+  FailureOr<Value> sources = reshape(*updates, {count, width});
+  // Row numbers [count, 1], negative indices counted from the end.
+  FailureOr<Value> ids = reshape(*indices, {count, depth});
+  ids = compose<WhereOp>(
+      {compose<LessOp>({ids, scalarConstant(indexElement, 0)}),
+       compose<AddOp>(
+           {ids, constantOf({1, depth}, dataShape.take_front(depth))}),
+       ids});
+  SmallVector<int64_t> strides = stridesOf(dataShape.take_front(depth));
+  FailureOr<Value> row = compose<ReduceSumOp>(
+      {compose<MulOp>({ids, constantOf({1, depth}, strides)})},
+      {named("axes", builder.getDenseI64ArrayAttr({1})),
+       named("keepdims", builder.getUnitAttr())});
+  FailureOr<Value> hits = compose<EqualOp>(
+      {row, constantOf({1, rows}, ArrayRef(order).take_front(rows))});
+
+  FailureOr<Value> result;
+  if (reduction == "none") {
+    // The last update of each row, numbered from 1 (0: none).
+    SmallVector<int64_t> numbers(count);
+    std::iota(numbers.begin(), numbers.end(), 1);
+    FailureOr<Value> last = compose<ReduceMaxOp>(
+        {compose<WhereOp>({hits, constantOf({count, 1}, numbers),
+                           scalarConstant(indexElement, 0)})},
+        {named("axes", builder.getDenseI64ArrayAttr({0}))});
+    FailureOr<Value> written =
+        compose<GreaterOp>({last, scalarConstant(indexElement, 0)});
+    FailureOr<Value> source =
+        compose<MaxOp>({compose<SubOp>({last, scalarConstant(indexElement, 1)}),
+                        scalarConstant(indexElement, 0)});
+    if (succeeded(written))
+      written = reshape(*written, {rows, 1});
+    result = compose<WhereOp>(
+        {written,
+         compose<GatherOp>({sources, source},
+                           {named("axis", builder.getI64IntegerAttr(0))}),
+         table});
+  } else {
+    // [count, rows, width]: each update where it lands, else the
+    // reduction's identity (for max and min: the row itself).
+    if (succeeded(hits))
+      hits = reshape(*hits, {count, rows, 1});
+    if (succeeded(sources))
+      sources = reshape(*sources, {count, 1, width});
+    Type element = dataType.getElementType();
+    FailureOr<Value> otherwise = table;
+    if (reduction == "add")
+      otherwise = scalarConstant(element, 0);
+    else if (reduction == "mul")
+      otherwise = scalarConstant(element, 1);
+    else if (succeeded(table))
+      otherwise = reshape(*table, {1, rows, width});
+    FailureOr<Value> spread = compose<WhereOp>({hits, sources, otherwise});
+    auto axes = named("axes", builder.getDenseI64ArrayAttr({0}));
+    if (reduction == "add")
+      result = compose<AddOp>({table, compose<ReduceSumOp>({spread}, axes)});
+    else if (reduction == "mul")
+      result = compose<MulOp>({table, compose<ReduceProdOp>({spread}, axes)});
+    else if (reduction == "max")
+      result = compose<ReduceMaxOp>({spread}, axes);
+    else
+      result = compose<ReduceMinOp>({spread}, axes);
+  }
+  if (succeeded(result))
+    result = reshape(*result, dataShape);
+  if (failed(result))
+    return failure();
+  return setOutput(0, *result);
+}
+
 LogicalResult Importer::importTrilu(const onnx::NodeProto &n) {
   FailureOr<Value> x = requiredInput(0);
   if (failed(x))
@@ -1342,6 +1568,9 @@ const llvm::StringMap<NodeHandler> &handlers() {
     t["Size"] = &Importer::importSize;
     t["Trilu"] = &Importer::importTrilu;
     t["CumSum"] = &Importer::importCumSum;
+    t["Tile"] = &Importer::importTile;
+    t["GatherElements"] = &Importer::importGatherElements;
+    t["ScatterND"] = &Importer::importScatterND;
     return t;
   }();
   return table;

@@ -128,6 +128,9 @@ public:
   LogicalResult importSize(const onnx::NodeProto &node);
   LogicalResult importTrilu(const onnx::NodeProto &node);
   LogicalResult importCumSum(const onnx::NodeProto &node);
+  LogicalResult importTile(const onnx::NodeProto &node);
+  LogicalResult importGatherElements(const onnx::NodeProto &node);
+  LogicalResult importScatterND(const onnx::NodeProto &node);
 
 private:
   // Model loading.
@@ -180,6 +183,11 @@ private:
   template <typename OpTy>
   FailureOr<Value> createTyped(Type resultType, ValueRange operands,
                                ArrayRef<NamedAttribute> attrs = {});
+  /// create<OpTy> over operands that may have failed to build: a failure
+  /// passes through, so a composition of ops checks once, at its end.
+  template <typename OpTy>
+  FailureOr<Value> compose(std::initializer_list<FailureOr<Value>> operands,
+                           ArrayRef<NamedAttribute> attrs = {});
   FailureOr<Value> finish(Operation *op);
   Value constant(const HostTensor &tensor);
   Value scalarConstant(Type elementType, double value);
@@ -233,6 +241,19 @@ FailureOr<Value> Importer::createTyped(Type resultType, ValueRange operands,
                                        ArrayRef<NamedAttribute> attrs) {
   return finish(OpTy::create(builder, loc, TypeRange{resultType}, operands,
                              attrs));
+}
+
+template <typename OpTy>
+FailureOr<Value>
+Importer::compose(std::initializer_list<FailureOr<Value>> operands,
+                  ArrayRef<NamedAttribute> attrs) {
+  SmallVector<Value> values;
+  for (const FailureOr<Value> &operand : operands) {
+    if (failed(operand))
+      return failure();
+    values.push_back(*operand);
+  }
+  return create<OpTy>(values, attrs);
 }
 
 } // namespace weft::onnx_import

@@ -715,18 +715,21 @@ LogicalResult AttentionGradOp::buildAdjoints(OpBuilder &, ArrayRef<Value>,
 //===----------------------------------------------------------------------===//
 
 /// The table's adjoint adds each output row into the row it was read from:
-/// a one-hot of the indices, contracted with the adjoint.
+/// a one-hot of the indices, contracted with the adjoint. On axis k the
+/// dims before the axis are a batch of such tables: [rows, L] times
+/// [batch, L, width].
 LogicalResult GatherOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &grads) {
   Adjoints a(b, *this, grads);
-  if (getAxis() != 0)
-    return emitError("autodiff: weft.gather has a gradient rule on axis 0 "
-                     "only");
   Location loc = a.loc;
   Value indices = getIndices();
   RankedTensorType table = tensorTypeOf(getData());
-  int64_t rows = table.getDimSize(0);
-  int64_t width = table.getNumElements() / rows;
+  int64_t axis = getAxis();
+  int64_t rows = table.getDimSize(axis);
+  int64_t batch = 1;
+  for (int64_t dim : table.getShape().take_front(axis))
+    batch *= dim;
+  int64_t width = table.getNumElements() / (batch * rows);
   int64_t lookups = tensorTypeOf(indices).getNumElements();
   Type indexType = tensorTypeOf(indices).getElementType();
   Value ids = a.reshape(indices, {lookups, 1});
@@ -740,9 +743,11 @@ LogicalResult GatherOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
       {1, rows});
   Value oneHot =
       a.castTo(EqualOp::create(b, loc, ids, range), table.getElementType());
-  Value rowsGrad =
-      MatmulOp::create(b, loc, a.transposeLast2(oneHot),
-                       a.reshape(resultGrads[0], {lookups, width}));
+  SmallVector<int64_t> gradShape{lookups, width};
+  if (batch != 1)
+    gradShape.insert(gradShape.begin(), batch);
+  Value rowsGrad = MatmulOp::create(b, loc, a.transposeLast2(oneHot),
+                                    a.reshape(resultGrads[0], gradShape));
   grads[0] = a.reshape(rowsGrad, table.getShape());
   return success();
 }
