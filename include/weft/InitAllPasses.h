@@ -9,6 +9,10 @@ namespace weft {
 /// (once: later calls do nothing).
 void registerAllPasses();
 
+/// Registers the passes that exist only for tests (test/lib), such as
+/// `weft-test-crash`; weftc and weft-opt call it.
+void registerTestPasses();
+
 } // namespace weft
 
 #endif // WEFT_INITALLPASSES_H

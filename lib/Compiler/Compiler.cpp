@@ -22,6 +22,7 @@
 #include "weft/InitAllTargets.h"
 #include "weft/Planner/Planner.h"
 #include "weft/Planner/Report.h"
+#include "weft/Support/CrashGuard.h"
 #include "weft/Target/Executable/Executable.h"
 #include "weft/Target/ONNX/ImportONNX.h"
 #include "weft/Target/Target.h"
@@ -33,6 +34,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
@@ -310,7 +312,7 @@ private:
   LogicalResult choosePlan();
   LogicalResult checkPipeline();
   LogicalResult checkGradSync();
-  void buildPassManagers();
+  LogicalResult buildPassManagers();
   std::string describePassManagers();
   LogicalResult splitStages(ModuleOp module, int64_t stages);
   LogicalResult printStages(ModuleOp module);
@@ -573,9 +575,10 @@ LogicalResult Compilation::checkGradSync() {
   return success();
 }
 
-void Compilation::buildPassManagers() {
+LogicalResult Compilation::buildPassManagers() {
   CompileOptions &o = options();
   weftPasses = std::make_unique<PassManager>(context.get());
+  weft::guardPasses(*weftPasses);
   if (o.optLevel > 0)
     weft::buildFuseIdiomsPipeline(*weftPasses);
   if (o.program != ProgramKind::Forward) {
@@ -596,6 +599,7 @@ void Compilation::buildPassManagers() {
   // Partitioning runs on the entry alone; a pipeline buckets each rank's
   // program once it is cut.
   spmdPasses = std::make_unique<PassManager>(context.get());
+  weft::guardPasses(*spmdPasses);
   if (!o.mesh.empty()) {
     weft::SPMDPipelineOptions spmd;
     spmd.mesh = o.mesh;
@@ -612,12 +616,19 @@ void Compilation::buildPassManagers() {
   // compileProgram): the recomputation is told which function returns the
   // loss. An outlined step recomputes between its functions instead.
   lowering = std::make_unique<PassManager>(context.get());
+  weft::guardPasses(*lowering);
   if (o.timeLoweringPasses)
     lowering->enableTiming();
   target->buildLowering(*lowering,
                         weft::LoweringOptions{o.optLevel,
                                               outlined() ? "none" : o.recompute,
                                               "weft_model_main"});
+  std::string error;
+  llvm::raw_string_ostream errorStream(error);
+  if (!o.testLoweringPasses.empty() &&
+      failed(parsePassPipeline(o.testLoweringPasses, *lowering, errorStream)))
+    return fail("--test-lowering-passes: " + llvm::StringRef(error).trim());
+  return success();
 }
 
 std::string Compilation::describePassManagers() {
@@ -637,6 +648,7 @@ std::string Compilation::describePassManagers() {
 /// --stage-boundaries if given.
 LogicalResult Compilation::splitStages(ModuleOp module, int64_t stages) {
   PassManager split(module.getContext());
+  weft::guardPasses(split);
   weft::WeftSplitStagesOptions options;
   options.stages = stages;
   options.boundaries.assign(result.options.stageBoundaries.begin(),
@@ -699,6 +711,7 @@ Compilation::cutPipeline(ModuleOp module,
   for (int64_t rank = 0; rank < *pipelineStages; ++rank) {
     OwningOpRef<ModuleOp> program(module.clone());
     PassManager passes(module.getContext());
+    weft::guardPasses(passes);
     weft::WeftPipelineCutOptions cut;
     cut.rank = rank;
     cut.schedule = o.schedule;
@@ -723,6 +736,7 @@ Compilation::cutPipeline(ModuleOp module,
 LogicalResult Compilation::outlineMicrobatches(ModuleOp module) {
   const CompileOptions &o = options();
   PassManager passes(module.getContext());
+  weft::guardPasses(passes);
   weft::WeftOutlineMicrobatchesOptions outline;
   outline.recompute = o.recompute;
   outline.splitBackward =
@@ -791,6 +805,7 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
     // works within one function: a step it recomputes stays whole.
     if (outlined() || o.recompute == "none") {
       PassManager layers(context.get());
+      weft::guardPasses(layers);
       layers.addPass(weft::createWeftOutlineLayers());
       if (failed(layers.run(program)))
         return failure();
@@ -892,7 +907,8 @@ LogicalResult Compilation::runStages() {
     diagnostics(diag.getSeverity(), weft::formatDiagnostic(diag));
     return success();
   });
-  buildPassManagers();
+  if (failed(buildPassManagers()))
+    return failure();
   if (o.emit == EmitKind::Passes) {
     result.text = describePassManagers();
     return success();

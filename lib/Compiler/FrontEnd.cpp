@@ -6,6 +6,7 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/InitAllDialects.h"
+#include "weft/Support/CrashGuard.h"
 #include "weft/Target/ONNX/ImportONNX.h"
 #include "weft/Target/Synthetic/SyntheticModel.h"
 
@@ -103,6 +104,7 @@ OwningOpRef<ModuleOp> weft::loadModel(const std::string &path,
   markIndexBounds(*module);
   if (fuseIdioms) {
     PassManager fuse(context);
+    weft::guardPasses(fuse);
     buildFuseIdiomsPipeline(fuse);
     if (mlir::failed(fuse.run(*module)))
       return failed(firstError);

@@ -8,6 +8,7 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
+#include "weft/Support/CrashGuard.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -342,6 +343,7 @@ std::optional<ModelProfile> profileModel(ModuleOp module,
     OwningOpRef<ModuleOp> copy = module.clone();
     ErrorCapture capture(context);
     PassManager training(context);
+    weft::guardPasses(training);
     WeftDeriveTrainStepOptions options;
     options.markPhases = true;
     training.addPass(createWeftDeriveTrainStep(options));
@@ -355,6 +357,7 @@ std::optional<ModelProfile> profileModel(ModuleOp module,
     if (!presets)
       return copy;
     PassManager spmd(context);
+    weft::guardPasses(spmd);
     spmd.addPass(createWeftShardPresets(*presets));
     spmd.addPass(createWeftPropagateSharding());
     spmd.addPass(createWeftPartition());

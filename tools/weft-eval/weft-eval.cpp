@@ -19,6 +19,7 @@
 #include "weft/Dialect/Weft/Reference/Evaluator.h"
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
+#include "weft/Support/CrashGuard.h"
 #include "weft/Target/ONNX/ImportONNX.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -215,6 +216,7 @@ LogicalResult processBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
 } // namespace
 
 int main(int argc, char **argv) {
+  weft::installCrashGuard("weft-eval");
   llvm::InitLLVM init(argc, argv);
   weft::registerAllPasses();
   cl::ParseCommandLineOptions(argc, argv, "Weft reference evaluator\n");

@@ -17,6 +17,7 @@
 
 #include "weft/Compiler/FrontEnd.h"
 #include "weft/Planner/Report.h"
+#include "weft/Support/CrashGuard.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -105,6 +106,7 @@ template <typename Fail> static int printCollectiveTimes(Fail fail) {
 }
 
 int main(int argc, char **argv) {
+  weft::installCrashGuard("weft-plan");
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Weft parallel training planner\n");

@@ -11,6 +11,7 @@
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 #include "weft/InitAllDialects.h"
 #include "weft/InitAllPasses.h"
+#include "weft/Support/CrashGuard.h"
 #include "weft/Target/ONNX/ImportONNX.h"
 #include "weft/Target/Synthetic/SyntheticModel.h"
 
@@ -75,6 +76,7 @@ static void printDiagnostic(Diagnostic &diag) {
 }
 
 int main(int argc, char **argv) {
+  weft::installCrashGuard("weft-translate");
   llvm::InitLLVM init(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();

@@ -12,6 +12,8 @@
 
 #include "weft/Compiler/Compiler.h"
 #include "weft/Compiler/HtmlReport.h"
+#include "weft/InitAllPasses.h"
+#include "weft/Support/CrashGuard.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -191,6 +193,11 @@ static cl::opt<std::string>
 static cl::opt<int64_t>
     nodes("nodes", cl::desc("Nodes of a preset --cluster (default 1)"),
           cl::init(1), cl::cat(category));
+static cl::opt<std::string> testLoweringPasses(
+    "test-lowering-passes",
+    cl::desc("Passes appended to the lowering (for tests, e.g. "
+             "weft-test-crash)"),
+    cl::Hidden, cl::cat(category));
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipelines"),
                                    cl::cat(category));
@@ -206,7 +213,9 @@ static std::string runtimeDirectory(const char *argv0) {
 }
 
 int main(int argc, char **argv) {
+  weft::installCrashGuard("weftc");
   llvm::InitLLVM init(argc, argv);
+  weft::registerTestPasses();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Weft compiler\n");
 
@@ -270,6 +279,7 @@ int main(int argc, char **argv) {
   options.output = outputFile;
   options.runtimeDirectory = runtimeDirectory(argv[0]);
   options.timeLoweringPasses = timeLoweringPasses;
+  options.testLoweringPasses = testLoweringPasses;
 
   std::optional<weft::CompileResult> result = weft::compile(
       options, [](mlir::DiagnosticSeverity severity, const std::string &text) {

@@ -107,6 +107,9 @@ struct CompileOptions {
   std::string runtimeDirectory;
   /// Print the lowering's pass timing on stderr.
   bool timeLoweringPasses = false;
+  /// A test hook: passes (textual pipeline syntax) appended to the
+  /// lowering, such as weft-opt's test pass that crashes.
+  std::string testLoweringPasses;
 };
 
 /// The plan the planner chose for CompileOptions::plan, as the options it
