@@ -16,7 +16,15 @@ people export today, not like Weft's own generator:
   `arange` in the forward pass), a causal mask built from `arange`
   comparisons, SwiGLU, an untied LM head. Its token input is `tokens`.
 
-Both return `logits` [batch, seq, vocab]. Weights come from
+* `llama2c`: the Llama-style decoder as llama2.c writes it: the causal
+  mask a registered buffer of -inf above the diagonal, added to the
+  scores (exported as a float initializer holding -inf), and the output
+  projection tied to the token embedding (exported as the table and a
+  folded transposed copy). Its norm scales are drawn near 1: the exporter
+  merges initializers of equal value, so scales all 1 would be exported as
+  one tensor, trained as one.
+
+All return `logits` [batch, seq, vocab]. Weights come from
 `torch.manual_seed(--seed)`. `--reference PREFIX` saves the export's token
 batch as `PREFIX.tokens.npy` and torch's logits for it as
 `PREFIX.logits.npy`: the independent reference for the compiled model.
@@ -141,7 +149,10 @@ class LlamaAttention(nn.Module):
         k, v = self.repeat_kv(k), self.repeat_kv(v)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         scores = q @ k.transpose(2, 3) / math.sqrt(self.head_dim)
-        scores = scores.masked_fill(mask, float("-inf"))
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(mask, float("-inf"))
+        else:
+            scores = scores + mask
         out = F.softmax(scores.float(), dim=-1).type_as(q) @ v
         return self.wo(out.transpose(1, 2).contiguous().view(b, s, -1))
 
@@ -163,7 +174,9 @@ class LlamaBlock(nn.Module):
 
 
 class Llama(nn.Module):
-    def __init__(self, vocab, dim, heads, kv_heads, layers, ffn):
+    def __init__(self, vocab, dim, heads, kv_heads, layers, ffn, seq=0):
+        """seq > 0: llama2.c's form, a -inf mask buffer of seq x seq and a
+        tied output projection."""
         super().__init__()
         self.head_dim = dim // heads
         self.tok_embeddings = nn.Embedding(vocab, dim)
@@ -174,6 +187,16 @@ class Llama(nn.Module):
         for p in self.parameters():
             if p.dim() == 2:
                 nn.init.normal_(p, 0.0, 0.02)
+        self.register_buffer("mask", torch.triu(
+            torch.full((1, 1, seq, seq), float("-inf")), diagonal=1)
+            if seq else None)
+        if seq:
+            self.output.weight = self.tok_embeddings.weight
+            # torch's exporter merges initializers of equal value: norm
+            # scales all ones would become one tensor in the export.
+            for name, p in self.named_parameters():
+                if name.endswith("norm.weight"):
+                    nn.init.normal_(p, 1.0, 0.02)
 
     def forward(self, tokens):
         s = tokens.shape[1]
@@ -183,17 +206,29 @@ class Llama(nn.Module):
         angles = torch.cat((freqs, freqs), dim=-1)[None, :, None, :]
         cos, sin = angles.cos(), angles.sin()
         positions = torch.arange(s)
-        mask = positions[None, :] > positions[:, None]
+        mask = (positions[None, :] > positions[:, None] if self.mask is None
+                else self.mask[:, :, :s, :s])
         x = self.tok_embeddings(tokens)
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
         return self.output(self.norm(x))
 
 
+def build(model, vocab=256, dim=64, heads=8, kv_heads=4, layers=2, ffn=128,
+          seq=16):
+    """The module `--model` names, with the generator's defaults (the
+    caller seeds torch first)."""
+    if model == "gpt-nobias":
+        return Gpt(vocab, dim, heads, layers, seq)
+    return Llama(vocab, dim, heads, kv_heads, layers, ffn,
+                 seq if model == "llama2c" else 0)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=["gpt-nobias", "llama"], required=True)
+    parser.add_argument("--model", choices=["gpt-nobias", "llama", "llama2c"],
+                        required=True)
     parser.add_argument("--vocab", type=int, default=256)
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--heads", type=int, default=8)
@@ -211,11 +246,9 @@ def main():
 
     warnings.filterwarnings("ignore")  # the tracer's notes on shapes
     torch.manual_seed(args.seed)
-    if args.model == "gpt-nobias":
-        model, name = Gpt(args.vocab, args.dim, args.heads, args.layers, args.seq), "idx"
-    else:
-        model, name = Llama(args.vocab, args.dim, args.heads, args.kv_heads,
-                            args.layers, args.ffn), "tokens"
+    model = build(args.model, args.vocab, args.dim, args.heads, args.kv_heads,
+                  args.layers, args.ffn, args.seq)
+    name = "idx" if args.model == "gpt-nobias" else "tokens"
     model.eval()
     tokens = torch.randint(0, args.vocab, (args.batch, args.seq))
     axes = {name: {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}

@@ -238,6 +238,7 @@ describeProgram(ModuleOp program, const std::vector<weft::EntryBuffer> &buffers,
                          ? spec.describe({mesh->names, mesh->sizes})
                          : "replicated";
     entry.localBytes = bytes;
+    entry.trains = b.trains;
     if (b.role == weft::EntryBuffer::Role::Input)
       report.inputBytes += bytes;
     else if (b.role == weft::EntryBuffer::Role::Output)
@@ -587,6 +588,8 @@ LogicalResult Compilation::buildPassManagers() {
     training.tokenInput = o.tokenInput;
     training.weightDecay = o.weightDecay;
     training.clipNorm = o.clipNorm;
+    training.freeze.assign(o.freeze.begin(), o.freeze.end());
+    training.trainOnly.assign(o.trainOnly.begin(), o.trainOnly.end());
     training.microBatches = o.gradAccum;
     training.computeType = o.precision;
     training.fusedAttentionBackward = llvm::is_contained(o.parallel, "cp");
@@ -898,6 +901,9 @@ LogicalResult Compilation::runStages() {
     return fail("--recompute needs a training step (--train)");
   if (o.precision != "f32" && o.program == ProgramKind::Forward)
     return fail("--precision needs a training step (--train)");
+  if ((!o.freeze.empty() || !o.trainOnly.empty()) &&
+      o.program == ProgramKind::Forward)
+    return fail("--freeze and --train-only need a training step (--train)");
 
   DialectRegistry registry;
   weft::registerAllDialects(registry);
@@ -1035,6 +1041,33 @@ weft::compile(const CompileOptions &options,
   return Compilation(options, diagnostics).run();
 }
 
+/// Which parameters the step updates, and which it keeps (frozen by the
+/// user, or constants too large to inline).
+static void printTrainedParameters(const weft::ProgramReport &report,
+                                   llvm::raw_ostream &os) {
+  std::vector<const weft::ProgramReport::Buffer *> trained, frozen;
+  uint64_t trainedBytes = 0, frozenBytes = 0;
+  for (const weft::ProgramReport::Buffer &buffer : report.buffers) {
+    if (buffer.role != "param")
+      continue;
+    (buffer.trains ? trained : frozen).push_back(&buffer);
+    (buffer.trains ? trainedBytes : frozenBytes) += buffer.localBytes;
+  }
+  auto list = [&](StringRef what,
+                  ArrayRef<const weft::ProgramReport::Buffer *> buffers,
+                  uint64_t bytes) {
+    os << what << ": " << buffers.size() << " tensors, " << bytes << " bytes";
+    for (auto [i, buffer] : llvm::enumerate(buffers)) {
+      os << (i ? " " : ": ") << buffer->name << "[";
+      llvm::interleave(buffer->shape, os, "x");
+      os << "]";
+    }
+    os << "\n";
+  };
+  list("trained parameters", trained, trainedBytes);
+  list("frozen parameters", frozen, frozenBytes);
+}
+
 void weft::printReport(const CompileResult &result, llvm::raw_ostream &os) {
   const CompileOptions &o = result.options;
   for (const ProgramReport &report : result.programs) {
@@ -1065,6 +1098,8 @@ void weft::printReport(const CompileResult &result, llvm::raw_ostream &os) {
       }
       os << "\n";
     }
+    if (o.program != ProgramKind::Forward)
+      printTrainedParameters(report, os);
     if (report.optimizerStateBytes)
       os << "optimizer state: " << report.optimizerStateBytes << " bytes\n";
     os << "weights file: " << report.weightsFileBytes

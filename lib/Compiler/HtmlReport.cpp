@@ -360,7 +360,7 @@ private:
           "the mesh axis splitting each dimension, '-' where the dimension "
           "is whole on every rank.</p>\n<table><tr><th>program</th>"
           "<th>parameter</th><th>shape</th><th>per rank</th><th>sharding</th>"
-          "<th>bytes per rank</th></tr>\n";
+          "<th>bytes per rank</th><th>trains</th></tr>\n";
     for (const weft::ProgramReport &program : result.programs)
       for (const weft::ProgramReport::Buffer &buffer : program.buffers) {
         if (buffer.role != "param")
@@ -371,6 +371,11 @@ private:
            << shapeText(buffer.localShape) << "</td><td>"
            << escape(buffer.sharding.empty() ? "replicated" : buffer.sharding)
            << "</td><td class=\"n\">" << bytesText(buffer.localBytes)
+           << "</td><td>"
+           << (buffer.trains ? "yes"
+               : result.options.program == weft::ProgramKind::Forward
+                   ? "-"
+                   : "frozen")
            << "</td></tr>\n";
       }
     os << "</table>\n";

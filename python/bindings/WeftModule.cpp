@@ -81,6 +81,8 @@ weft::CompileOptions readOptions(const py::dict &dict) {
   r.read("token_input", o.tokenInput);
   r.read("weight_decay", o.weightDecay);
   r.read("clip_norm", o.clipNorm);
+  r.read("freeze", o.freeze);
+  r.read("train_only", o.trainOnly);
   r.read("precision", o.precision);
   r.read("recompute", o.recompute);
   r.read("grad_accum", o.gradAccum);
@@ -152,6 +154,8 @@ py::dict optionsDict(const weft::CompileOptions &o) {
   d["token_input"] = o.tokenInput;
   d["weight_decay"] = o.weightDecay;
   d["clip_norm"] = o.clipNorm;
+  d["freeze"] = o.freeze;
+  d["train_only"] = o.trainOnly;
   d["precision"] = o.precision;
   d["recompute"] = o.recompute;
   d["grad_accum"] = o.gradAccum;
@@ -200,6 +204,7 @@ py::dict programDict(const weft::ProgramReport &p) {
     buffer["local_shape"] = b.localShape;
     buffer["sharding"] = b.sharding;
     buffer["local_bytes"] = b.localBytes;
+    buffer["trains"] = b.trains;
     buffers.append(buffer);
   }
   d["buffers"] = buffers;

@@ -123,3 +123,19 @@ def test_run_refuses_a_partitioned_program(gpt):
     program = weft.compile(gpt, mesh={"tp": 2})
     with pytest.raises(weft.RunError, match="runs on 2 ranks .*Program.launch"):
         program.run({})
+
+
+def test_freeze_and_train_only_choose_what_trains(gpt):
+    def trained(**options):
+        report = weft.compile(gpt, train=True, **options).report()
+        return {b.name for b in report.programs[0].trained_parameters}
+
+    everything = trained()
+    assert "wte.weight" in everything and "h.0.ln_1.weight" in everything
+    frozen = trained(freeze="h.*.ln_*")
+    assert frozen == {n for n in everything if not n.startswith("h.") or ".ln_" not in n}
+    assert trained(train_only=["wte.*", "wpe.*"]) == {"wte.weight", "wpe.weight"}
+    with pytest.raises(weft.CompileError, match="--freeze 'nothing' names no trained parameter"):
+        weft.compile(gpt, train=True, freeze="nothing")
+    # A forward program trains nothing.
+    assert not weft.compile(gpt).report().programs[0].trained_parameters

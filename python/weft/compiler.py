@@ -36,6 +36,13 @@ def _key_values(value, what: str) -> str:
     raise CompileError(f"{what} is a dict or 'key=value,...', not {type(value).__name__}")
 
 
+def _patterns(value) -> list:
+    """Glob patterns given as one string or a sequence of them."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(p) for p in value]
+
+
 def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = None,
             sequence_parallel: bool = False, pad_uneven: bool = False,
             train: bool = False, program: Optional[str] = None,
@@ -46,6 +53,8 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
             bucket_mb: float = 25.0, grad_sync: str = "library", dp_sync_every: int = 1,
             cp_attention: str = "ring",
             token_input: Optional[str] = None,
+            freeze: Union[None, str, Sequence[str]] = None,
+            train_only: Union[None, str, Sequence[str]] = None,
             plan: Union[None, str, Plan] = None, cluster: Optional[str] = None,
             nodes: int = 1, target: str = "cpu", opt_level: int = 2,
             output: Union[None, str, os.PathLike] = None,
@@ -61,7 +70,9 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
     pp: pipeline stages) unless
     `parallel` names them; cp_attention is "ring" (each rank a head and a
     tail chunk of the sequence), "ring-contiguous" or "all-to-all". train=True compiles a training step (or
-    program="gradients" its loss and gradients). plan is a Plan from
+    program="gradients" its loss and gradients); freeze and train_only
+    are glob patterns (a string or a list) on parameter names: those that
+    do not train, or the only ones that do. plan is a Plan from
     weft.plan (compiled exactly), "auto", or pinned choices ("dp=2,pp=2")
     for the planner to complete on `cluster`. The files go to `output`
     (a path stem) or to a temporary directory the Program owns.
@@ -94,6 +105,7 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
                 "model": path, "dims": dims_list(dims), "program": program_kind,
                 "optimizer": optimizer, "token_input": token_input or "",
                 "weight_decay": float(weight_decay), "clip_norm": float(clip_norm),
+                "freeze": _patterns(freeze), "train_only": _patterns(train_only),
                 "precision": precision, "recompute": recompute,
                 "grad_accum": int(grad_accum), "zero": int(zero), "mesh": mesh_text,
                 "parallel": list(parallel or []), "sequence_parallel": sequence_parallel,

@@ -18,6 +18,7 @@ class Buffer:
     local_shape: Tuple[int, ...]
     sharding: str  # the mesh axis splitting each dim, "-" where whole
     local_bytes: int
+    trains: bool = False  # a parameter the training step updates
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,12 @@ class ProgramReport:
     @property
     def parameters(self) -> Tuple[Buffer, ...]:
         return tuple(b for b in self.buffers if b.role == "param")
+
+    @property
+    def trained_parameters(self) -> Tuple[Buffer, ...]:
+        """The parameters the training step updates (none in a forward
+        program; frozen ones excluded)."""
+        return tuple(b for b in self.parameters if b.trains)
 
     def buffers_of(self, role: str) -> Tuple[Buffer, ...]:
         return tuple(b for b in self.buffers if b.role == role)
@@ -136,7 +143,8 @@ def _program(data) -> ProgramReport:
         temporary_peak_bytes=data["temporary_peak_bytes"],
         microbatches_in_flight=data["microbatches_in_flight"],
         buffers=tuple(Buffer(b["role"], b["name"], tuple(b["shape"]),
-                             tuple(b["local_shape"]), b["sharding"], b["local_bytes"])
+                             tuple(b["local_shape"]), b["sharding"], b["local_bytes"],
+                             b["trains"])
                       for b in data["buffers"]),
         collectives=tuple(Collective(**c) for c in data["collectives"]))
 

@@ -118,6 +118,17 @@ static cl::opt<std::string> tokenInput(
     cl::desc("The model input holding the token ids, for --train (default: "
              "its only integer input)"),
     cl::cat(category));
+static cl::list<std::string>
+    freeze("freeze",
+           cl::desc("Parameters that do not train: glob patterns on their "
+                    "names (--freeze 'wte*,*.bias')"),
+           cl::CommaSeparated, cl::value_desc("pattern,..."),
+           cl::cat(category));
+static cl::list<std::string>
+    trainOnly("train-only",
+              cl::desc("Train only the parameters these glob patterns name"),
+              cl::CommaSeparated, cl::value_desc("pattern,..."),
+              cl::cat(category));
 static cl::opt<double> weightDecay("weight-decay",
                                    cl::desc("Weight decay (default 0.1)"),
                                    cl::init(0.1), cl::cat(category));
@@ -246,6 +257,8 @@ int main(int argc, char **argv) {
   options.tokenInput = tokenInput;
   options.weightDecay = weightDecay;
   options.clipNorm = clipNorm;
+  options.freeze = freeze;
+  options.trainOnly = trainOnly;
   options.precision = precision;
   options.recompute = recompute;
   options.gradAccum = gradAccum;

@@ -60,6 +60,9 @@ struct CompileOptions {
   std::string recompute = "none";
   int64_t gradAccum = 1;
   unsigned zero = 0;
+  /// Glob patterns of parameter names that do not train, and (when not
+  /// empty) of the only ones that do.
+  std::vector<std::string> freeze, trainOnly;
 
   // Partitioning.
   std::string mesh; // "dp=2,tp=2"; empty: one rank
@@ -159,6 +162,7 @@ struct ProgramReport {
     std::vector<int64_t> shape, localShape;
     std::string sharding; // ShardLayout.h's spec, "-" per whole dim
     uint64_t localBytes = 0;
+    bool trains = false; // a param the program updates
   };
   std::vector<Buffer> buffers;
   uint64_t optimizerStateBytes = 0;

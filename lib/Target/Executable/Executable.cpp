@@ -11,6 +11,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -146,6 +147,13 @@ FailureOr<std::vector<EntryBuffer>> describeEntry(func::FuncOp func,
       return failure();
     buffers.push_back(buffer);
   }
+  llvm::StringSet<> updated;
+  for (const EntryBuffer &buffer : buffers)
+    if (buffer.role == EntryBuffer::Role::Output)
+      updated.insert(buffer.name);
+  for (EntryBuffer &buffer : buffers)
+    buffer.trains = buffer.role == EntryBuffer::Role::Param &&
+                    updated.contains("param:" + buffer.name);
   return buffers;
 }
 

@@ -28,7 +28,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstring>
 #include <deque>
+#include <map>
 
 using namespace mlir;
 using namespace weft;
@@ -626,6 +628,168 @@ bool Importer::isMaskOnly(const std::string &name, int depth) {
   return true;
 }
 
+std::optional<std::string> Importer::floatBytes(const onnx::TensorProto &t) {
+  int64_t count = 1;
+  for (int64_t dim : t.dims())
+    count *= dim;
+  int64_t byteSize = count * elementByteSize(t.data_type());
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    FailureOr<std::string> data = readExternalData(t, byteSize);
+    if (failed(data))
+      return std::nullopt;
+    return std::move(*data);
+  }
+  if (t.has_raw_data())
+    return t.raw_data().size() == static_cast<size_t>(byteSize)
+               ? std::optional<std::string>(t.raw_data())
+               : std::nullopt;
+  if (t.data_type() != onnx::TensorProto::FLOAT || t.float_data_size() != count)
+    return std::nullopt;
+  std::string bytes(byteSize, '\0');
+  memcpy(bytes.data(), t.float_data().data(), byteSize);
+  return bytes;
+}
+
+std::optional<std::string> Importer::elementBytes(const onnx::TensorProto &t,
+                                                  int64_t index) {
+  int64_t width = elementByteSize(t.data_type()), count = 1;
+  for (int64_t dim : t.dims())
+    count *= dim;
+  if (index < 0 || index >= count)
+    return std::nullopt;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    FailureOr<std::string> data =
+        readExternalData(t, count * width, index * width, width);
+    return succeeded(data) ? std::optional<std::string>(*data) : std::nullopt;
+  }
+  if (t.has_raw_data())
+    return t.raw_data().size() == static_cast<size_t>(count * width)
+               ? std::optional<std::string>(
+                     t.raw_data().substr(index * width, width))
+               : std::nullopt;
+  if (t.data_type() != onnx::TensorProto::FLOAT || t.float_data_size() != count)
+    return std::nullopt;
+  float value = t.float_data(index);
+  return std::string(reinterpret_cast<const char *>(&value), sizeof(value));
+}
+
+bool Importer::readAsWeight(const std::string &name, int depth) {
+  auto it = consumers.find(name);
+  if (it == consumers.end() || depth > 16)
+    return false;
+  static const llvm::StringSet<> dataMovement = {
+      "Transpose", "Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze"};
+  for (const onnx::NodeProto *user : it->second) {
+    StringRef op = user->op_type();
+    bool weight = ((op == "MatMul" || op == "Gemm" || op == "Conv") &&
+                   user->input_size() > 1 && user->input(1) == name) ||
+                  (op == "Gather" && user->input(0) == name);
+    if (weight || (dataMovement.contains(op) && user->input(0) == name &&
+                   readAsWeight(user->output(0), depth + 1)))
+      return true;
+  }
+  return false;
+}
+
+/// Whether a float tensor holds an infinity or a NaN (by its exponent bits:
+/// all ones).
+bool Importer::holdsNonFinite(const onnx::TensorProto &t) {
+  std::optional<std::string> bytes = floatBytes(t);
+  if (!bytes)
+    return false;
+  const char *p = bytes->data();
+  auto anyExponentAllOnes = [&](auto word, uint64_t mask) {
+    using Word = decltype(word);
+    for (size_t i = 0; i + sizeof(Word) <= bytes->size(); i += sizeof(Word)) {
+      memcpy(&word, p + i, sizeof(Word));
+      if ((word & mask) == mask)
+        return true;
+    }
+    return false;
+  };
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    return anyExponentAllOnes(uint32_t(), 0x7F800000u);
+  case onnx::TensorProto::DOUBLE:
+    return anyExponentAllOnes(uint64_t(), 0x7FF0000000000000ull);
+  case onnx::TensorProto::FLOAT16:
+    return anyExponentAllOnes(uint16_t(), 0x7C00u);
+  case onnx::TensorProto::BFLOAT16:
+    return anyExponentAllOnes(uint16_t(), 0x7F80u);
+  default:
+    return false;
+  }
+}
+
+llvm::StringMap<std::string> Importer::findTransposedCopies() {
+  llvm::StringMap<std::string> copies;
+  llvm::SmallPtrSet<const onnx::TensorProto *, 4> tied;
+  std::map<std::pair<int64_t, int64_t>, SmallVector<const onnx::TensorProto *>>
+      byShape;
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    if (t.dims_size() == 2 && t.dims(0) != t.dims(1) &&
+        (t.data_type() == onnx::TensorProto::FLOAT ||
+         t.data_type() == onnx::TensorProto::FLOAT16 ||
+         t.data_type() == onnx::TensorProto::BFLOAT16 ||
+         t.data_type() == onnx::TensorProto::DOUBLE))
+      byShape[{t.dims(0), t.dims(1)}].push_back(&t);
+  for (auto &[shape, sources] : byShape) {
+    auto transposed = byShape.find({shape.second, shape.first});
+    if (transposed == byShape.end())
+      continue;
+    int64_t rows = shape.first, cols = shape.second;
+    size_t width = 0;
+    // A few elements first: most pairs of shapes (an MLP's two
+    // projections) differ at once, without reading either whole, and
+    // samples of one value (zeros) say the tensor is no trained weight.
+    auto samplesAgree = [&](const onnx::TensorProto &source,
+                            const onnx::TensorProto &copy) {
+      std::optional<std::string> first;
+      bool varied = false;
+      for (int64_t k = 0; k < 8; ++k) {
+        int64_t i = (k * 7919) % rows, j = (k * 104729 + 1) % cols;
+        std::optional<std::string> a = elementBytes(source, i * cols + j);
+        std::optional<std::string> b = elementBytes(copy, j * rows + i);
+        if (!a || !b || *a != *b)
+          return false;
+        varied |= first && *first != *a;
+        first = a;
+      }
+      return varied;
+    };
+    for (const onnx::TensorProto *source : sources) {
+      for (const onnx::TensorProto *copy : transposed->second) {
+        if (copy->data_type() != source->data_type() || tied.count(copy) ||
+            tied.count(source) || !samplesAgree(*source, *copy))
+          continue;
+        std::optional<std::string> a = floatBytes(*source);
+        std::optional<std::string> b = floatBytes(*copy);
+        if (!a || !b || b->size() != a->size())
+          continue;
+        // copy[j][i] == source[i][j], byte for byte; a tensor of one value
+        // (zeros) equals the transpose of any other such.
+        width = elementByteSize(source->data_type());
+        bool equal = true, splat = true;
+        for (int64_t i = 0; i < rows && equal; ++i)
+          for (int64_t j = 0; j < cols && equal; ++j) {
+            const char *element = a->data() + (i * cols + j) * width;
+            equal = !memcmp(element, b->data() + (j * rows + i) * width, width);
+            splat = splat && !memcmp(element, a->data(), width);
+          }
+        if (!equal || splat)
+          continue;
+        // The exporter's folded copy (torch: onnx::MatMul_<N>) is the copy.
+        bool swap = StringRef(source->name()).starts_with("onnx::") &&
+                    !StringRef(copy->name()).starts_with("onnx::");
+        copies[(swap ? source : copy)->name()] = (swap ? copy : source)->name();
+        tied.insert(source);
+        tied.insert(copy);
+      }
+    }
+  }
+  return copies;
+}
+
 LogicalResult Importer::declareGraphInputs(func::FuncOp &func) {
   const onnx::GraphProto &graph = model.graph();
   SmallVector<Type> argTypes;
@@ -641,20 +805,30 @@ LogicalResult Importer::declareGraphInputs(func::FuncOp &func) {
     argTypes.push_back(*type);
     argNames.push_back({WeftDialect::kInputAttrName, in.name()});
   }
-  // Weights: float initializers with more than one element, unless they
-  // only feed masks. The rest are small constants, read now.
+  // Weights (docs/training.md, "Which initializers train"): float
+  // initializers with more than one element, unless they only feed masks or
+  // hold an infinity or a NaN (a mask folded by the exporter: weight decay
+  // would turn -inf into NaN). The rest are constants, read now; a constant
+  // too large to inline is a frozen parameter. An initializer that is the
+  // transpose of another is that one, transposed: one parameter.
+  llvm::StringMap<std::string> transposedCopies = findTransposedCopies();
   SmallVector<const onnx::TensorProto *> constants;
+  SmallVector<bool> frozen;
   for (const onnx::TensorProto &t : graph.initializer()) {
+    if (transposedCopies.count(t.name()))
+      continue;
     FailureOr<RankedTensorType> type =
         tensorType(t, isNarrowInt(t.data_type()) && isMaskOnly(t.name()));
     if (failed(type))
       return failure();
-    bool isWeight = llvm::isa<FloatType>(type->getElementType()) &&
-                    type->getNumElements() > 1 && !isMaskOnly(t.name());
     bool tooLarge = type->getNumElements() > kMaxFoldedElements;
+    bool isWeight = llvm::isa<FloatType>(type->getElementType()) &&
+                    type->getNumElements() > 1 && !isMaskOnly(t.name()) &&
+                    (tooLarge || readAsWeight(t.name()) || !holdsNonFinite(t));
     if (isWeight || tooLarge) {
       argTypes.push_back(*type);
       argNames.push_back({WeftDialect::kParamAttrName, t.name()});
+      frozen.push_back(!isWeight);
     } else {
       constants.push_back(&t);
     }
@@ -665,7 +839,24 @@ LogicalResult Importer::declareGraphInputs(func::FuncOp &func) {
     func.setArgAttr(i, entryName.first, StringAttr::get(ctx, entryName.second));
     values[entryName.second] = entry->getArgument(i);
   }
+  for (auto [i, isFrozen] : llvm::enumerate(frozen))
+    if (isFrozen)
+      func.setArgAttr(argTypes.size() - frozen.size() + i,
+                      WeftDialect::kFrozenAttrName, UnitAttr::get(ctx));
   builder.setInsertionPointToEnd(entry);
+  for (const auto &[copy, source] : transposedCopies) {
+    loc = NameLoc::get(StringAttr::get(ctx, copy));
+    FailureOr<Value> transposed = create<TransposeOp>(
+        ValueRange{values[source]},
+        {builder.getNamedAttr("permutation",
+                              builder.getDenseI64ArrayAttr({1, 0}))});
+    if (failed(transposed))
+      return failure();
+    values[copy] = *transposed;
+    emitRemark(loc) << "initializer '" << copy.str()
+                    << "' is the transpose of '" << source
+                    << "': trained as that one parameter (tied)";
+  }
   for (const onnx::TensorProto *t : constants) {
     FailureOr<DenseElementsAttr> attr =
         readTensor(*t, isNarrowInt(t->data_type()) && isMaskOnly(t->name()));

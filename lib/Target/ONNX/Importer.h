@@ -155,6 +155,19 @@ private:
                                           int64_t byteSize, int64_t start = 0,
                                           int64_t length = -1);
   bool isMaskOnly(const std::string &name, int depth = 0);
+  /// The bytes of a float tensor's elements, wherever the model keeps them
+  /// (nullopt for a layout it does not keep as raw bytes or f32 values).
+  std::optional<std::string> floatBytes(const onnx::TensorProto &tensor);
+  bool holdsNonFinite(const onnx::TensorProto &tensor);
+  /// Whether a contraction reads `name` as its weight or a Gather as its
+  /// table (through data movement): a weight, whatever its values.
+  bool readAsWeight(const std::string &name, int depth = 0);
+  /// Element `index` of a tensor as bytes, read alone.
+  std::optional<std::string> elementBytes(const onnx::TensorProto &tensor,
+                                          int64_t index);
+  /// Initializers that are the transpose of another ([C, V] beside [V, C]),
+  /// each mapped to that other: a tied LM head folded by the exporter.
+  llvm::StringMap<std::string> findTransposedCopies();
 
   // Diagnostics.
   InFlightDiagnostic nodeError();

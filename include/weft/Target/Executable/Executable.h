@@ -47,6 +47,8 @@ struct EntryBuffer {
   uint64_t shardStride = 0;
   /// Inputs that index a table: the table's size (weft.index_bound), or 0.
   int64_t indexBound = 0;
+  /// Params the program updates (it has an output "param:<name>").
+  bool trains = false;
 
   uint64_t localBytes() const;
 };

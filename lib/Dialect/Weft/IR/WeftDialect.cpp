@@ -4,6 +4,7 @@
 #include "weft/Dialect/Weft/IR/Experts.h"
 #include "weft/Dialect/Weft/IR/Flops.h"
 #include "weft/Dialect/Weft/IR/Layers.h"
+#include "weft/Dialect/Weft/IR/Parameters.h"
 #include "weft/Dialect/Weft/IR/RuntimeTypes.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -178,6 +179,15 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
                                 "argument";
     return success();
   }
+  if (name == kFrozenAttrName) {
+    auto function = llvm::dyn_cast<FunctionOpInterface>(op);
+    if (!llvm::isa<UnitAttr>(attr.getValue()) || !function ||
+        !function.getArgAttr(argIndex, kParamAttrName))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute beside '"
+             << kParamAttrName << "'";
+    return success();
+  }
   if (name == kIndexBoundAttrName) {
     auto bound = llvm::dyn_cast<IntegerAttr>(attr.getValue());
     if (!bound || bound.getInt() < 1)
@@ -192,6 +202,14 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitError() << "'" << name << "' on argument #" << argIndex
                            << " must be a string";
   return success();
+}
+
+bool weft::isTrainedParameter(FunctionOpInterface function, unsigned index) {
+  auto type =
+      llvm::dyn_cast<RankedTensorType>(function.getArgumentTypes()[index]);
+  return function.getArgAttr(index, WeftDialect::kParamAttrName) &&
+         !function.getArgAttr(index, WeftDialect::kFrozenAttrName) && type &&
+         llvm::isa<FloatType>(type.getElementType());
 }
 
 LogicalResult WeftDialect::verifyRegionResultAttribute(Operation *op,

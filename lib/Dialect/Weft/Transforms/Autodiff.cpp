@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/Transforms/Autodiff.h"
+#include "weft/Dialect/Weft/IR/Parameters.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
@@ -66,8 +67,7 @@ FailureOr<func::FuncOp> weft::buildGradientFunction(func::FuncOp func,
   // constants of the differentiation and have no rule to follow.
   llvm::DenseSet<Value> varied;
   for (BlockArgument arg : grad.getArguments())
-    if (grad.getArgAttr(arg.getArgNumber(), WeftDialect::kParamAttrName) &&
-        isFloatTensor(arg))
+    if (isTrainedParameter(grad, arg.getArgNumber()))
       varied.insert(arg);
   auto isVaried = [&](Value v) { return varied.contains(v); };
   SmallVector<Operation *> forward;
@@ -125,7 +125,7 @@ FailureOr<func::FuncOp> weft::buildGradientFunction(func::FuncOp func,
   for (BlockArgument arg : grad.getArguments()) {
     auto param = grad.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                    WeftDialect::kParamAttrName);
-    if (!param || !isFloatTensor(arg))
+    if (!isTrainedParameter(grad, arg.getArgNumber()))
       continue;
     Value g = adjoint.lookup(arg);
     if (!g)

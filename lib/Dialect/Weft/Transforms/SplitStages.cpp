@@ -2,6 +2,7 @@
 
 #include "weft/Dialect/Weft/IR/Flops.h"
 #include "weft/Dialect/Weft/IR/Layers.h"
+#include "weft/Dialect/Weft/IR/Parameters.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
@@ -202,9 +203,13 @@ struct WeftSplitStagesPass
       op.setAttr(WeftDialect::kStageAttrName,
                  builder.getI64IntegerAttr(previous));
     }
+    // Frozen parameters have no gradient to sum.
     for (Operation &op : body.without_terminator())
       for (Value operand : op.getOperands())
-        if (StringAttr param = argAttr(operand, WeftDialect::kParamAttrName))
+        if (StringAttr param = argAttr(operand, WeftDialect::kParamAttrName);
+            param &&
+            isTrainedParameter(
+                func, llvm::cast<BlockArgument>(operand).getArgNumber()))
           paramStages[param.getValue()].insert(
               op.getAttrOfType<IntegerAttr>(WeftDialect::kStageAttrName)
                   .getInt());

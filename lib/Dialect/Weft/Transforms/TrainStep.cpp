@@ -14,12 +14,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/Flops.h"
+#include "weft/Dialect/Weft/IR/Parameters.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/Transforms/Autodiff.h"
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "llvm/Support/GlobPattern.h"
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTDERIVETRAINSTEP
@@ -216,6 +218,69 @@ struct WeftDeriveTrainStepPass
            << " (its inputs: " << list(inputs) << ")";
   }
 
+  /// Marks the parameters that `freeze` names, or that `train-only` does
+  /// not, `weft.frozen`. A pattern that names no parameter is an error (a
+  /// typo would otherwise train everything), and so is freezing them all.
+  LogicalResult freezeParameters(func::FuncOp main) {
+    auto compile =
+        [&](ArrayRef<std::string> patterns, StringRef option,
+            SmallVectorImpl<llvm::GlobPattern> &globs) -> LogicalResult {
+      for (const std::string &pattern : patterns) {
+        llvm::Expected<llvm::GlobPattern> glob =
+            llvm::GlobPattern::create(pattern);
+        if (!glob) {
+          llvm::consumeError(glob.takeError());
+          return main.emitError()
+                 << "weft-derive-train-step: " << option << " pattern '"
+                 << pattern << "' is not a valid glob";
+        }
+        globs.push_back(std::move(*glob));
+      }
+      return success();
+    };
+    SmallVector<llvm::GlobPattern> frozen, trained;
+    if (failed(compile(freeze, "--freeze", frozen)) ||
+        failed(compile(trainOnly, "--train-only", trained)))
+      return failure();
+    SmallVector<bool> frozenUsed(frozen.size()), trainedUsed(trained.size());
+    auto matches = [](ArrayRef<llvm::GlobPattern> globs,
+                      MutableArrayRef<bool> used, StringRef name) {
+      bool any = false;
+      for (auto [glob, hit] : llvm::zip(globs, used))
+        if (glob.match(name))
+          any = hit = true;
+      return any;
+    };
+    bool anyTrained = false;
+    for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+      if (!isTrainedParameter(main, i))
+        continue;
+      StringRef name =
+          main.getArgAttrOfType<StringAttr>(i, WeftDialect::kParamAttrName)
+              .getValue();
+      bool isFrozen = matches(frozen, frozenUsed, name);
+      if (!trained.empty() && !matches(trained, trainedUsed, name))
+        isFrozen = true;
+      if (isFrozen)
+        main.setArgAttr(i, WeftDialect::kFrozenAttrName,
+                        UnitAttr::get(main.getContext()));
+      anyTrained |= !isFrozen;
+    }
+    for (auto [pattern, used] : llvm::zip(freeze, frozenUsed))
+      if (!used)
+        return main.emitError() << "weft-derive-train-step: --freeze '"
+                                << pattern << "' names no trained parameter";
+    for (auto [pattern, used] : llvm::zip(trainOnly, trainedUsed))
+      if (!used)
+        return main.emitError() << "weft-derive-train-step: --train-only '"
+                                << pattern << "' names no trained parameter";
+    if (!anyTrained)
+      return main.emitError("weft-derive-train-step: no parameter is left to "
+                            "train (every float weight is frozen or a "
+                            "constant)");
+    return success();
+  }
+
   LogicalResult derive(ModuleOp module, func::FuncOp main) {
     auto logitsType =
         main.getNumResults()
@@ -231,7 +296,7 @@ struct WeftDeriveTrainStepPass
                                             IntegerType::get(ctx, 64));
 
     FailureOr<StringAttr> tokens = findTokenInput(main);
-    if (failed(tokens))
+    if (failed(tokens) || failed(freezeParameters(main)))
       return failure();
 
     if (computeType != "f32" && computeType != "bf16")
@@ -321,7 +386,7 @@ struct WeftDeriveTrainStepPass
                             "positive");
     SmallVector<unsigned> params;
     for (unsigned i = 0; i < loss.getNumArguments(); ++i)
-      if (loss.getArgAttr(i, WeftDialect::kParamAttrName))
+      if (isTrainedParameter(loss, i))
         params.push_back(i);
     SmallVector<Type> inputs(loss.getArgumentTypes());
     SmallVector<DictionaryAttr> inputAttrs;

@@ -32,6 +32,10 @@ def Weft_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Argument attribute naming a model weight (a StringAttr).
     static constexpr ::llvm::StringLiteral kParamAttrName = "weft.param";
+    /// Unit argument attribute of a `weft.param` the training step does not
+    /// update (no gradient, no optimizer state, no weight decay): a
+    /// constant too large to inline, or a weight the user froze.
+    static constexpr ::llvm::StringLiteral kFrozenAttrName = "weft.frozen";
     /// Argument attribute naming a graph input (a StringAttr).
     static constexpr ::llvm::StringLiteral kInputAttrName = "weft.input";
     /// Argument attribute of an input whose batch dim is not dim 0 (an

@@ -137,6 +137,14 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
     integer input of `main` (exporters call it `input_ids`, `idx`,
     `tokens`...); the runtime's trainer feeds its batches there.
 
+    Which parameters train: every float `weft.param` of `main` except those
+    marked `weft.frozen` (the importer freezes constants too large to
+    inline) and those `freeze` names; with `train-only`, only those it
+    names. Both take glob patterns on the parameters' names (`*` any
+    string, `?` one character, `[..]` a class); a pattern that names no
+    parameter is an error. A frozen parameter gets `weft.frozen`, no
+    gradient, no optimizer state and no weight decay, and keeps its value.
+
     Weight decay applies to parameters of rank 2 and more. The learning rate
     `lr` is an input: the schedule belongs to the runtime. State arguments
     carry `weft.state`; results are named `param:<name>` and
@@ -196,6 +204,10 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
            "Element type of the contractions: f32, or bf16 (mixed precision)">,
     Option<"markPhases", "mark-phases", "bool", /*default=*/"false",
            "Mark each op with its micro-batch and phase (for pipelining)">,
+    ListOption<"freeze", "freeze", "std::string",
+               "Glob patterns of parameter names that do not train">,
+    ListOption<"trainOnly", "train-only", "std::string",
+               "Glob patterns of the only parameter names that train">,
     Option<"fusedAttentionBackward", "fused-attention-backward", "bool",
            /*default=*/"false",
            "Differentiate each mask-free self-attention into one "
