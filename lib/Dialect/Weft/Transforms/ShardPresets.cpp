@@ -60,14 +60,14 @@ bool isHeadLocal(Operation *op) {
 }
 
 /// The ops `closes` accepts that `result` reaches as their first operand
-/// through ops `passes` lets through only. Empty if the region escapes.
-/// Only users in `forward` count when it is given: in a training step the
-/// backward pass also reads the activations, and it follows whatever split
-/// they get.
+/// through ops `passes` lets through only. Empty if the region escapes,
+/// with `escape` (when given) set to the op it escapes through. Only users
+/// in `forward` count when it is given: in a training step the backward
+/// pass also reads the activations, and it follows whatever split they get.
 template <typename OpT, typename Closes, typename Passes>
-SmallVector<OpT> partnersThrough(Value result,
-                                 const llvm::SetVector<Operation *> *forward,
-                                 Closes closes, Passes passes) {
+SmallVector<OpT>
+partnersThrough(Value result, const llvm::SetVector<Operation *> *forward,
+                Closes closes, Passes passes, Operation **escape = nullptr) {
   SmallVector<OpT> partners;
   llvm::SetVector<Operation *> visited;
   SmallVector<Value> worklist{result};
@@ -83,8 +83,11 @@ SmallVector<OpT> partnersThrough(Value result,
           partners.push_back(partner);
         continue;
       }
-      if (!passes(user))
+      if (!passes(user)) {
+        if (escape)
+          *escape = user;
         return {};
+      }
       if (visited.insert(user))
         llvm::append_range(worklist, user->getResults());
     }
@@ -96,10 +99,12 @@ SmallVector<OpT> partnersThrough(Value result,
 /// through head-local ops only (not a norm, a softmax over the hidden dim,
 /// a model output...).
 SmallVector<LinearOp> rowPartners(LinearOp column,
-                                  const llvm::SetVector<Operation *> *forward) {
+                                  const llvm::SetVector<Operation *> *forward,
+                                  Operation **escape = nullptr) {
   return partnersThrough<LinearOp>(
       column.getResult(), forward,
-      [](LinearOp row) { return isParameter(row.getWeight()); }, isHeadLocal);
+      [](LinearOp row) { return isParameter(row.getWeight()); }, isHeadLocal,
+      escape);
 }
 
 /// The expert products (of `products`) that close the expert MLP `column`
@@ -196,7 +201,7 @@ struct WeftShardPresetsPass
     }
     // A layer is named once, though every function of a training step
     // holds it.
-    llvm::StringSet<> unsplitLayers;
+    llvm::StringSet<> unsplitLayers, unsplitWeights;
     // Data and expert parallelism both split the batch: with both, over dp
     // and ep together (the experts' ranks are a part of the data-parallel
     // group, as in Megatron-LM and DeepSpeed-MoE).
@@ -228,7 +233,8 @@ struct WeftShardPresetsPass
           std::optional<MeshAxis> tp = axisFor("tp", "megatron");
           if (!tp)
             return signalPassFailure();
-          for (auto [layer, linear] : annotateMegatron(annotator, func, *tp))
+          for (auto [layer, linear] :
+               annotateMegatron(annotator, func, *tp, unsplitWeights))
             if (unsplitLayers.insert(layer).second)
               linear.emitWarning()
                   << "megatron: layer '" << layer
@@ -388,9 +394,12 @@ struct WeftShardPresetsPass
   }
 
   /// Returns the numbered layers with contractions by parameters of which
-  /// none is split, each with its first such linear.
+  /// none is split, each with its first such linear. In a layer that splits
+  /// some, each contraction weight left whole is named in a warning with
+  /// the reason, once per name in `warned`.
   static SmallVector<std::pair<std::string, LinearOp>>
-  annotateMegatron(Annotator &annotator, func::FuncOp func, MeshAxis tp) {
+  annotateMegatron(Annotator &annotator, func::FuncOp func, MeshAxis tp,
+                   llvm::StringSet<> &warned) {
     llvm::SetVector<Value> done;
     auto splitOnce = [&](Value value, int64_t dim, int64_t blocks = 1) {
       if (BlockArgument param = parameterOf(value))
@@ -417,13 +426,18 @@ struct WeftShardPresetsPass
       (void)getBackwardSlice(terminator->getOperand(0), &*forward, options);
     }
     llvm::SetVector<Operation *> rowSplit;
+    llvm::DenseMap<Operation *, Operation *> escapes;
     for (LinearOp column : linears) {
       if (rowSplit.contains(column))
         continue;
+      Operation *escape = nullptr;
       SmallVector<LinearOp> rows =
-          rowPartners(column, forward ? &*forward : nullptr);
-      if (rows.empty())
+          rowPartners(column, forward ? &*forward : nullptr, &escape);
+      if (rows.empty()) {
+        if (escape)
+          escapes[column] = escape;
         continue;
+      }
       // A fused projection split into equal parts is split part by part.
       int64_t blocks = 1;
       Value projected = column.getResult();
@@ -505,6 +519,29 @@ struct WeftShardPresetsPass
     for (const std::string &layer : order)
       if (!splitLayers.contains(layer))
         unsplit.emplace_back(layer, firstOfLayer[layer]);
+    for (LinearOp linear : linears) {
+      BlockArgument weight = parameterOf(linear.getWeight());
+      std::optional<std::string> layer = numberedLayerOf(linear.getLoc());
+      if ((forward && !forward->contains(linear)) || done.contains(weight) ||
+          !layer || !splitLayers.contains(*layer))
+        continue;
+      StringRef name =
+          func.getArgAttrOfType<StringAttr>(weight.getArgNumber(), "weft.param")
+              .getValue();
+      if (!warned.insert(name).second)
+        continue;
+      InFlightDiagnostic warning = linear.emitWarning()
+                                   << "megatron: parameter '" << name
+                                   << "' stays replicated on every 'tp' rank: ";
+      // It could have split as a column or as a row: say why neither.
+      if (Operation *escape = escapes.lookup(linear))
+        warning << "as a column, its product reaches '" << escape->getName()
+                << "' before any row-split linear";
+      else
+        warning << "as a column, its product reaches no row-split linear";
+      warning << "; as a row, no column-split linear reaches its input "
+                 "through head-local ops";
+    }
     return unsplit;
   }
 

@@ -45,3 +45,25 @@ func.func @no_pair_in_a_layer(%x: tensor<4x8x32xf32> {weft.input = "x"}, %w1: te
   %5 = weft.linear %4, %w4 : tensor<4x8x64xf32>, tensor<64x32xf32> loc("/h.1/proj/MatMul")
   return %5 : tensor<4x8x32xf32>
 }
+
+// -----
+
+// In a layer that splits its MLP, an attention left unfused (its scores a
+// weft.matmul, which is not head-local) keeps its projections whole: each
+// is named, with the reason, instead of a silently replicated "tp" run.
+func.func @unfused_attention(%x: tensor<4x8x32xf32> {weft.input = "x"}, %wq: tensor<32x32xf32> {weft.param = "h.0.q.weight"}, %wo: tensor<32x32xf32> {weft.param = "h.0.o.weight"}, %g: tensor<32xf32> {weft.param = "h.0.norm.weight"}, %w1: tensor<32x64xf32> {weft.param = "h.0.fc.weight"}, %w2: tensor<64x32xf32> {weft.param = "h.0.proj.weight"}) -> tensor<4x8x32xf32> attributes {weft.outputs = ["y"]} {
+  // expected-warning @unknown {{megatron: parameter 'h.0.q.weight' stays replicated on every 'tp' rank: as a column, its product reaches 'weft.matmul' before any row-split linear; as a row, no column-split linear reaches its input through head-local ops}}
+  // expected-warning @unknown {{megatron: parameter 'h.0.o.weight' stays replicated on every 'tp' rank: as a column, its product reaches 'weft.rms_norm' before any row-split linear; as a row, no column-split linear reaches its input through head-local ops}}
+  %q = weft.linear %x, %wq : tensor<4x8x32xf32>, tensor<32x32xf32> loc("/h.0/q/MatMul")
+  %kt = weft.transpose %q <{permutation = array<i64: 0, 2, 1>}> : tensor<4x8x32xf32> loc("/h.0/Transpose")
+  %s = weft.matmul %q, %kt : tensor<4x8x32xf32>, tensor<4x32x8xf32> loc("/h.0/scores")
+  %p = weft.softmax %s {axis = 2} : tensor<4x8x8xf32> loc("/h.0/softmax")
+  %a = weft.matmul %p, %q : tensor<4x8x8xf32>, tensor<4x8x32xf32> loc("/h.0/context")
+  %o = weft.linear %a, %wo : tensor<4x8x32xf32>, tensor<32x32xf32> loc("/h.0/o/MatMul")
+  %r = weft.add %o, %x : tensor<4x8x32xf32>, tensor<4x8x32xf32> loc("/h.0/residual")
+  %n = weft.rms_norm %r, %g {axis = 2, epsilon = 1.0e-05 : f64} : tensor<4x8x32xf32>, tensor<32xf32> loc("/h.0/norm")
+  %1 = weft.linear %n, %w1 : tensor<4x8x32xf32>, tensor<32x64xf32> loc("/h.0/fc/MatMul")
+  %2 = weft.relu %1 : tensor<4x8x64xf32> loc("/h.0/relu")
+  %3 = weft.linear %2, %w2 : tensor<4x8x64xf32>, tensor<64x32xf32> loc("/h.0/proj/MatMul")
+  return %3 : tensor<4x8x32xf32>
+}
