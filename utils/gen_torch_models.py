@@ -24,6 +24,12 @@ people export today, not like Weft's own generator:
   merges initializers of equal value, so scales all 1 would be exported as
   one tensor, trained as one.
 
+* `neox`: GPT-NeoX's layout: a fused QKV projection with biases whose
+  output is viewed per head as [q | k | v] (interleaved: [heads, 3,
+  head_dim]), rotary embeddings on the first quarter of each head only
+  (partial rotary: slices and a concat around the rotation), and parallel
+  residuals (x + attention(ln1(x)) + mlp(ln2(x))).
+
 All return `logits` [batch, seq, vocab]. Weights come from
 `torch.manual_seed(--seed)`. `--reference PREFIX` saves the export's token
 batch as `PREFIX.tokens.npy` and torch's logits for it as
@@ -214,12 +220,75 @@ class Llama(nn.Module):
         return self.output(self.norm(x))
 
 
+class NeoxLayer(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.rotary = self.head_dim // 4
+        self.input_layernorm = nn.LayerNorm(dim)
+        self.post_attention_layernorm = nn.LayerNorm(dim)
+        self.query_key_value = nn.Linear(dim, 3 * dim)
+        self.dense = nn.Linear(dim, dim)
+        self.dense_h_to_4h = nn.Linear(dim, 4 * dim)
+        self.dense_4h_to_h = nn.Linear(4 * dim, dim)
+
+    def attention(self, x, cos, sin, mask):
+        b, s, _ = x.shape
+        qkv = self.query_key_value(x).view(b, s, self.heads, 3 * self.head_dim)
+        q, k, v = (qkv[..., i * self.head_dim:(i + 1) * self.head_dim]
+                   .permute(0, 2, 1, 3) for i in range(3))
+        r = self.rotary
+
+        def rotate(t):
+            rot, keep = t[..., :r], t[..., r:]
+            return torch.cat((rot * cos + rotate_half(rot) * sin, keep), dim=-1)
+
+        q, k = rotate(q), rotate(k)
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        scores = scores.masked_fill(mask, float("-inf"))
+        out = (F.softmax(scores, dim=-1) @ v).permute(0, 2, 1, 3).reshape(b, s, -1)
+        return self.dense(out)
+
+    def forward(self, x, cos, sin, mask):
+        mlp = self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(
+            self.post_attention_layernorm(x))))
+        return x + self.attention(self.input_layernorm(x), cos, sin, mask) + mlp
+
+
+class Neox(nn.Module):
+    def __init__(self, vocab, dim, heads, layers):
+        super().__init__()
+        self.rotary = dim // heads // 4
+        self.embed_in = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList(NeoxLayer(dim, heads) for _ in range(layers))
+        self.final_layer_norm = nn.LayerNorm(dim)
+        self.embed_out = nn.Linear(dim, vocab, bias=False)
+        for name, p in self.named_parameters():
+            nn.init.normal_(p, 1.0 if name.endswith("norm.weight") else 0.0, 0.02)
+
+    def forward(self, tokens):
+        s = tokens.shape[1]
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, self.rotary, 2).float()
+                                    / self.rotary))
+        freqs = torch.outer(torch.arange(s).float(), inv_freq)
+        angles = torch.cat((freqs, freqs), dim=-1)[None, None]
+        cos, sin = angles.cos(), angles.sin()
+        positions = torch.arange(s)
+        mask = positions[None, :] > positions[:, None]
+        x = self.embed_in(tokens)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.embed_out(self.final_layer_norm(x))
+
+
 def build(model, vocab=256, dim=64, heads=8, kv_heads=4, layers=2, ffn=128,
           seq=16):
     """The module `--model` names, with the generator's defaults (the
     caller seeds torch first)."""
     if model == "gpt-nobias":
         return Gpt(vocab, dim, heads, layers, seq)
+    if model == "neox":
+        return Neox(vocab, dim, heads, layers)
     return Llama(vocab, dim, heads, kv_heads, layers, ffn,
                  seq if model == "llama2c" else 0)
 
@@ -227,7 +296,7 @@ def build(model, vocab=256, dim=64, heads=8, kv_heads=4, layers=2, ffn=128,
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=["gpt-nobias", "llama", "llama2c"],
+    parser.add_argument("--model", choices=["gpt-nobias", "llama", "llama2c", "neox"],
                         required=True)
     parser.add_argument("--vocab", type=int, default=256)
     parser.add_argument("--dim", type=int, default=64)
@@ -248,7 +317,7 @@ def main():
     torch.manual_seed(args.seed)
     model = build(args.model, args.vocab, args.dim, args.heads, args.kv_heads,
                   args.layers, args.ffn, args.seq)
-    name = "idx" if args.model == "gpt-nobias" else "tokens"
+    name = {"gpt-nobias": "idx", "neox": "input_ids"}.get(args.model, "tokens")
     model.eval()
     tokens = torch.randint(0, args.vocab, (args.batch, args.seq))
     axes = {name: {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}

@@ -18,7 +18,7 @@ std::string weft::bufferizedLinalgPipeline(const LoweringOptions &options) {
   // deallocation.
   pipeline += "one-shot-bufferize{bufferize-function-boundaries "
               "function-boundary-type-conversion=identity-layout-map},"
-              "convert-shard-to-weft-runtime,"
+              "convert-shard-to-weft-runtime,weft-distinct-results,"
               "buffer-results-to-out-params{modify-public-functions "
               "hoist-static-allocs},"
               "canonicalize,weft-plan-buffers{free-arena=false},"

@@ -117,4 +117,27 @@ def WeftStridedCopiesToLoops : Pass<"weft-strided-copies-to-loops"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def WeftDistinctResults : Pass<"weft-distinct-results"> {
+  let summary = "Return each buffer once: a repeated result gets a copy";
+  let description = [{
+    After bufferization a function may return one buffer twice: the same
+    tensor twice at the tensor level, as the gradients of the two biases
+    that a parallel residual adds to one sum (GPT-NeoX, Phi), which CSE
+    merges. `buffer-results-to-out-params` with `hoist-static-allocs`
+    replaces each returned allocation by its out-param and erases it, and
+    crashed erasing that one twice. This pass, which runs right before it,
+    returns a fresh copy for every repeat, so that each result has a
+    buffer of its own (the runtime gives each output its own memory).
+
+    ```mlir
+    // return %a, %a : memref<4xf32>, memref<4xf32>
+    // becomes
+    %copy = memref.alloc() : memref<4xf32>
+    memref.copy %a, %copy : memref<4xf32> to memref<4xf32>
+    return %a, %copy : memref<4xf32>, memref<4xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // WEFT_LOWERING_PASSES
