@@ -43,7 +43,7 @@ def compare(args, key):
             print(f"step {step}: {key} missing")
             bad += 1
             continue
-        difference = abs(a[step] - b[step]) / abs(a[step])
+        difference = abs(a[step] - b[step]) / max(abs(a[step]), 1e-30)
         worst = max(worst, difference)
         if difference > args.rtol:
             print(f"step {step}: {key} {a[step]} vs {b[step]}")

@@ -1098,7 +1098,7 @@ void weft::printReport(const CompileResult &result, llvm::raw_ostream &os) {
       }
       os << "\n";
     }
-    if (o.program != ProgramKind::Forward)
+    if (o.program == ProgramKind::Train)
       printTrainedParameters(report, os);
     if (report.optimizerStateBytes)
       os << "optimizer state: " << report.optimizerStateBytes << " bytes\n";

@@ -372,10 +372,9 @@ private:
            << escape(buffer.sharding.empty() ? "replicated" : buffer.sharding)
            << "</td><td class=\"n\">" << bytesText(buffer.localBytes)
            << "</td><td>"
-           << (buffer.trains ? "yes"
-               : result.options.program == weft::ProgramKind::Forward
-                   ? "-"
-                   : "frozen")
+           << (buffer.trains                                        ? "yes"
+               : result.options.program != weft::ProgramKind::Train ? "-"
+                                                                    : "frozen")
            << "</td></tr>\n";
       }
     os << "</table>\n";

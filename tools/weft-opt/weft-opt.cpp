@@ -8,11 +8,13 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 int main(int argc, char **argv) {
   weft::installCrashGuard("weft-opt");
+  llvm::InitLLVM init(argc, argv);
   mlir::DialectRegistry registry;
   weft::registerAllDialects(registry);
   weft::registerAllPasses();
@@ -22,6 +24,10 @@ int main(int argc, char **argv) {
   // mlir-opt's driver, with every pass manager it builds guarded.
   mlir::MlirOptMainConfig config =
       mlir::MlirOptMainConfig::createFromCLOptions();
+  // Listings read no input: mlir-opt's own driver prints them.
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return mlir::asMainReturnCode(
+        mlir::MlirOptMain(argc, argv, inputFile, outputFile, registry));
   mlir::MlirOptMainConfig parsed = config;
   config.setPassPipelineSetupFn([parsed](mlir::PassManager &passes) {
     weft::guardPasses(passes);

@@ -726,8 +726,15 @@ llvm::StringMap<std::string> Importer::findTransposedCopies() {
   llvm::SmallPtrSet<const onnx::TensorProto *, 4> tied;
   std::map<std::pair<int64_t, int64_t>, SmallVector<const onnx::TensorProto *>>
       byShape;
+  // Only weights tie (not a mask and its transpose); an empty matrix has
+  // nothing to compare.
+  auto trained = [&](const onnx::TensorProto &t) {
+    return !isMaskOnly(t.name()) &&
+           (readAsWeight(t.name()) || !holdsNonFinite(t));
+  };
   for (const onnx::TensorProto &t : model.graph().initializer())
-    if (t.dims_size() == 2 && t.dims(0) != t.dims(1) &&
+    if (t.dims_size() == 2 && t.dims(0) != t.dims(1) && t.dims(0) > 0 &&
+        t.dims(1) > 0 && trained(t) &&
         (t.data_type() == onnx::TensorProto::FLOAT ||
          t.data_type() == onnx::TensorProto::FLOAT16 ||
          t.data_type() == onnx::TensorProto::BFLOAT16 ||
@@ -824,7 +831,7 @@ LogicalResult Importer::declareGraphInputs(func::FuncOp &func) {
     bool tooLarge = type->getNumElements() > kMaxFoldedElements;
     bool isWeight = llvm::isa<FloatType>(type->getElementType()) &&
                     type->getNumElements() > 1 && !isMaskOnly(t.name()) &&
-                    (tooLarge || readAsWeight(t.name()) || !holdsNonFinite(t));
+                    (readAsWeight(t.name()) || !holdsNonFinite(t));
     if (isWeight || tooLarge) {
       argTypes.push_back(*type);
       argNames.push_back({WeftDialect::kParamAttrName, t.name()});
