@@ -25,6 +25,7 @@ import sys
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from check_compiled_models import compare
 from weft import run_executable, tool
@@ -43,11 +44,22 @@ def run(command, **kwargs):
 
 
 def projection_weights(path):
-    """Initializers that a MatMul or Gemm multiplies by."""
+    """Initializers that a MatMul or Gemm multiplies by; a tied LM head's
+    folded copy (the transpose of another initializer, which Weft trains as
+    that one) is named by its source."""
     model = onnx.load(path)
-    initializers = {t.name for t in model.graph.initializer}
-    return {n.input[1] for n in model.graph.node
-            if n.op_type in ("MatMul", "Gemm") and n.input[1] in initializers}
+    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    weights = {n.input[1] for n in model.graph.node
+               if n.op_type in ("MatMul", "Gemm") and n.input[1] in arrays}
+
+    def source(name):
+        copy = arrays[name]
+        return next((other for other, array in arrays.items()
+                     if other != name and array.ndim == 2
+                     and array.shape == copy.T.shape
+                     and np.array_equal(array, copy.T)), name)
+
+    return {source(name) for name in weights}
 
 
 def layer_of(location):
