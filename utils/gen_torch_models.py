@@ -9,7 +9,9 @@ people export today, not like Weft's own generator:
   MatMul by a folded, transposed initializer), LayerNorm without a shift,
   a packed QKV projection cut by `split`, a causal mask sliced from a
   registered buffer, tanh GELU and an LM head tied to the token embedding.
-  Its token input is named `idx`.
+  Its token input is named `idx`. Its norm scales are drawn near 1, so
+  that the exporter (which merges initializers of equal value) keeps them
+  apart.
 * `llama`: a Llama-style decoder. RMSNorm, bias-free projections, grouped-
   query attention (`--kv-heads` < `--heads`, K/V repeated by `expand`),
   rotary embeddings (`rotate_half` on cos/sin tables computed from
@@ -106,6 +108,11 @@ class Gpt(nn.Module):
         for name, p in self.named_parameters():
             if p.dim() == 2:
                 nn.init.normal_(p, 0.0, 0.02)
+            elif name.endswith("ln_1.weight") or name.endswith("ln_2.weight") \
+                    or name == "ln_f.weight":
+                # Near 1, not 1: the exporter merges initializers of equal
+                # value, and Weft would train one scale for all of them.
+                nn.init.normal_(p, 1.0, 0.02)
 
     def forward(self, idx):
         t = idx.size(1)
