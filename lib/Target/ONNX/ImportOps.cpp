@@ -948,6 +948,17 @@ LogicalResult Importer::importSplit(const onnx::NodeProto &n) {
                                builder.getDenseI64ArrayAttr(sizes));
   if (failed(mlir::verify(split)))
     return failure();
+  // Pieces of a constant are constants (shape arithmetic must stay
+  // constant for the ops that read it).
+  SmallVector<OpFoldResult> folded;
+  if (succeeded(split->fold(folded))) {
+    for (auto [i, piece] : llvm::enumerate(folded))
+      setOutput(i, ConstantOp::create(builder, loc,
+                                      llvm::cast<DenseElementsAttr>(
+                                          llvm::cast<Attribute>(piece))));
+    split->erase();
+    return success();
+  }
   for (int i = 0; i < n.output_size(); ++i)
     setOutput(i, split.getResult(i));
   return success();

@@ -1061,6 +1061,27 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
   return concat(ptrs, static_cast<int64_t>(getAxis())).toAttr();
 }
 
+LogicalResult SplitOp::fold(FoldAdaptor adaptor,
+                            SmallVectorImpl<OpFoldResult> &results) {
+  std::optional<HostTensor> input = HostTensor::fromAttr(adaptor.getInput());
+  if (!input)
+    return failure();
+  auto axis = static_cast<int64_t>(getAxis());
+  int64_t rank = input->shape.size();
+  int64_t offset = 0;
+  for (auto [result, size] : llvm::zip(getResults(), getSizes())) {
+    SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
+    offsets[axis] = offset;
+    results.push_back(
+        slice(*input, offsets,
+              llvm::cast<RankedTensorType>(result.getType()).getShape(),
+              strides)
+            .toAttr());
+    offset += size;
+  }
+  return success();
+}
+
 LogicalResult SplitOp::inferReturnTypes(MLIRContext *context,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

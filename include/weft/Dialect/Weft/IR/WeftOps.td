@@ -631,6 +631,8 @@ def Weft_SplitOp : Weft_Op<"split", [Pure, InferTypeOpAdaptor]> {
                        DenseI64ArrayAttr:$sizes);
   let results = (outs Variadic<Weft_Tensor>:$results);
   let assemblyFormat = "$input prop-dict attr-dict `:` type($input)";
+  // Constant pieces fold: exporters compute shapes by splitting constants.
+  let hasFolder = 1;
 }
 
 def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor]> {
