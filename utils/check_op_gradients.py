@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Imports the models of utils/gen_op_models.py (Tile, GatherElements,
-ScatterND and Gather off axis 0, with trained weights on their paths),
+ScatterND, Gather off axis 0 and strided or reversed slices, with trained
+weights on their paths),
 compiles each one's loss and gradients (weftc --program=gradients), runs
 them on the export's batch and compares the loss and every parameter's
 gradient with PyTorch autograd in float64: max |weft - torch| / max |torch|
@@ -18,7 +19,7 @@ from onnx import numpy_helper
 
 from weft import run_executable
 
-MODELS = ["tile", "gather-elements", "scatter-nd", "gather-axis"]
+MODELS = ["tile", "gather-elements", "scatter-nd", "gather-axis", "strided-slice"]
 
 
 def exported_names(path, reference):

@@ -10,7 +10,10 @@ to logits; torch.onnx.export writes the op as users' exports do:
   sequence (GatherElements);
 * `scatter-nd`: `x[:, idx] = v` (ScatterND) and `index_put_(...,
   accumulate=True)` (ScatterND with reduction 'add');
-* `gather-axis`: `x[:, :, idx]` and `x.select(...)` (Gather on axes 1 and 2).
+* `gather-axis`: `x[:, :, idx]` and `x.select(...)` (Gather on axes 1 and 2);
+* `strided-slice`: `x[..., ::2]`, `x[..., 1::2]` (GPT-J's rotary pairs),
+  `x[..., 2::3]` (a stride that overruns the end) and `x.flip(-1)` (Slice
+  with negative steps).
 
 Writes `<output>.onnx` and `<output>.npz`: the float weights, token ids,
 labels (the next token, -100 at the end), and torch's loss and gradients
@@ -98,8 +101,24 @@ class GatherAxis(nn.Module):
         return self.head(torch.tanh(picked + shared))
 
 
+class StridedSlice(nn.Module):
+    def __init__(self, vocab, dim):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.scale = nn.Parameter(torch.randn(dim))
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, ids):
+        x = self.embed(ids) * self.scale  # [b, s, 16]
+        pairs = x[..., ::2] * x[..., 1::2]  # 8
+        thirds = x[..., 2::3]  # 5: elements 2, 5, ..., 14 of 16
+        reversed_ = x.flip(-1)[..., :3]  # 3
+        return self.head(torch.tanh(torch.cat([pairs, thirds, reversed_], -1)))
+
+
 MODELS = {"tile": Tile, "gather-elements": GatherElements,
-          "scatter-nd": ScatterND, "gather-axis": GatherAxis}
+          "scatter-nd": ScatterND, "gather-axis": GatherAxis,
+          "strided-slice": StridedSlice}
 
 
 def main():

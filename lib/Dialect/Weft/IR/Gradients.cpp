@@ -813,30 +813,63 @@ LogicalResult ConcatOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
-/// Zeros around the slice, dim by dim.
+/// Zeros around the slice, dim by dim. A stride s > 1 (GPT-J's x[..., ::2])
+/// first spreads the adjoint: s - 1 zeros after each element; a negative
+/// one reverses it first.
 LogicalResult SliceOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
                                      SmallVectorImpl<Value> &grads) {
   Adjoints a(b, *this, grads);
   RankedTensorType in = tensorTypeOf(getInput());
+  Type element = in.getElementType();
   Value grad = resultGrads[0];
+  auto zeros = [&](ArrayRef<int64_t> shape) {
+    return a.zerosLike(RankedTensorType::get(shape, element));
+  };
   for (int64_t d = 0; d < in.getRank(); ++d) {
-    if (getStrides()[d] != 1)
-      return emitError("autodiff: weft.slice with a stride other than 1 has "
-                       "no gradient rule");
-    int64_t before = getOffsets()[d];
-    int64_t after = in.getDimSize(d) - before - getSizes()[d];
-    SmallVector<Value> pieces;
+    int64_t stride = getStrides()[d];
     SmallVector<int64_t> shape(tensorTypeOf(grad).getShape());
+    int64_t count = shape[d];
+    int64_t covered = count;
+    int64_t before = getOffsets()[d];
+    if (stride < 0 && count > 0) {
+      // Walking backwards: the reversed adjoint, read forwards from the
+      // last element taken.
+      SmallVector<int64_t> offsets(shape.size(), 0), steps(shape.size(), 1);
+      offsets[d] = count - 1;
+      steps[d] = -1;
+      grad = SliceOp::create(b, a.loc, grad, offsets, shape, steps);
+      stride = -stride;
+      before -= (count - 1) * stride;
+    }
+    if (stride > 1 && count > 0) {
+      // [..., c, ...] -> [..., c, 1, ...] + zeros [..., c, s - 1, ...]
+      // -> [..., c * s, ...], cut where the input ends.
+      SmallVector<int64_t> split(shape);
+      split.insert(split.begin() + d + 1, 1);
+      SmallVector<int64_t> padding(split);
+      padding[d + 1] = stride - 1;
+      Value spread = ConcatOp::create(
+          b, a.loc, ValueRange{a.reshape(grad, split), zeros(padding)},
+          b.getI64IntegerAttr(d + 1));
+      shape[d] = count * stride;
+      grad = a.reshape(spread, shape);
+      covered = std::min(count * stride, in.getDimSize(d) - before);
+      if (covered < shape[d]) {
+        SmallVector<int64_t> offsets(shape.size(), 0), ones(shape.size(), 1);
+        shape[d] = covered;
+        grad = SliceOp::create(b, a.loc, grad, offsets, shape, ones);
+      }
+    }
+    int64_t after = in.getDimSize(d) - before - covered;
+    SmallVector<Value> pieces;
     if (before) {
       shape[d] = before;
-      pieces.push_back(
-          a.zerosLike(RankedTensorType::get(shape, in.getElementType())));
+      pieces.push_back(zeros(shape));
     }
     pieces.push_back(grad);
     if (after) {
       shape[d] = after;
-      pieces.push_back(
-          a.zerosLike(RankedTensorType::get(shape, in.getElementType())));
+      pieces.push_back(zeros(shape));
     }
     if (pieces.size() > 1)
       grad = ConcatOp::create(b, a.loc, pieces, b.getI64IntegerAttr(d));
