@@ -18,90 +18,128 @@ using namespace weft;
 
 namespace {
 
-/// What was found between the q*k^T product and the softmax.
+/// Score views are [B*H, S, T] (3-D, as `bmm` exports) or [B, H, S, T];
+/// exporters switch between the two around the masks.
+bool isHeadViewReshape(ReshapeOp reshape, SmallVector<int64_t> &headView) {
+  auto in = llvm::cast<RankedTensorType>(reshape.getInput().getType());
+  RankedTensorType out = reshape.getType();
+  RankedTensorType threeD = in.getRank() == 3 ? in : out;
+  RankedTensorType fourD = in.getRank() == 3 ? out : in;
+  if (threeD.getRank() != 3 || fourD.getRank() != 4 ||
+      threeD.getShape().take_back(2) != fourD.getShape().take_back(2) ||
+      threeD.getDimSize(0) != fourD.getDimSize(0) * fourD.getDimSize(1))
+    return false;
+  SmallVector<int64_t> view = {fourD.getDimSize(0), fourD.getDimSize(1)};
+  if (!headView.empty() && headView != view)
+    return false;
+  headView = view;
+  return true;
+}
+
+/// A mask added to the scores, with the factor the scores were scaled by
+/// after it (the mask is scaled with them) and whether it was added to a
+/// 3-D view.
+struct AdditiveMask {
+  Value mask;
+  double factor;
+  bool threeD;
+};
+
+/// What was found between the q*k^T product and the softmax, walking back:
+/// scale factors, at most one keep-mask (Where with a large negative
+/// fill), additive masks (a padding or causal mask, ALiBi's bias), a clamp
+/// at a large negative value (OPT's max(scores, finfo.min)), and views
+/// between 3-D and 4-D scores.
 struct ScoreChain {
   MatmulOp product;
   double scale = 1.0;
-  Value mask; // additive (float) or keep-mask (i1); may be null
-  bool negateMask = false;
-  /// [B, H] when 3-D [B*H, S, T] scores are masked in a [B, H, S, T] view
-  /// (as BART exports); empty otherwise.
+  Value keepMask; // i1; may be null
+  bool negateKeepMask = false;
+  bool keepMaskThreeD = false;
+  SmallVector<AdditiveMask> additiveMasks;
+  /// [B, H] when some scores are 3-D [B*H, S, T] viewed as [B, H, S, T].
   SmallVector<int64_t> headView;
 };
 
-/// Strips scale factors: scores = product * c or product / c. With `view`,
-/// also looks through a reshape of 3-D scores to [B, H, S, T] and records
-/// [B, H] in it.
-MatmulOp matchScaledProduct(Value v, double &scale,
-                            SmallVector<int64_t> *view = nullptr) {
-  double factor;
-  auto stripScales = [&] {
-    while (Value inner = matchScaledBy(v, factor)) {
-      scale *= factor;
-      v = inner;
-    }
-  };
-  stripScales();
-  if (auto reshape = v.getDefiningOp<ReshapeOp>(); reshape && view) {
-    auto in = llvm::cast<RankedTensorType>(reshape.getInput().getType());
-    RankedTensorType out = reshape.getType();
-    if (in.getRank() == 3 && out.getRank() == 4 &&
-        in.getShape().take_back(2) == out.getShape().take_back(2)) {
-      *view = {out.getDimSize(0), out.getDimSize(1)};
-      v = reshape.getInput();
-      stripScales();
-    }
-  }
-  return v.getDefiningOp<MatmulOp>();
+bool isLargeNegative(Value v, double bound) {
+  std::optional<double> value = getSplatConstant(v);
+  return value && *value <= bound;
 }
 
-/// Walks back from the softmax input to the q*k^T product. `allowView`
-/// permits the masked scores to be a 4-D view of 3-D scores.
-std::optional<ScoreChain> matchScores(Value input, bool allowView) {
-  ScoreChain chain;
-  SmallVector<int64_t> *view = allowView ? &chain.headView : nullptr;
-  if (auto where = input.getDefiningOp<WhereOp>()) {
-    std::optional<double> fill;
-    Value scores;
-    if ((fill = getSplatConstant(where.getOnFalse()))) {
-      scores = where.getOnTrue();
-    } else if ((fill = getSplatConstant(where.getOnTrue()))) {
-      scores = where.getOnFalse();
-      chain.negateMask = true;
+/// Walks back from `scores` (the softmax input or a value before it) to the
+/// q*k^T product, recording what it passes in `chain`.
+bool matchScores(Value scores, ScoreChain &chain) {
+  while (true) {
+    auto type = llvm::cast<RankedTensorType>(scores.getType());
+    bool threeD = type.getRank() == 3;
+    double factor;
+    if (Value inner = matchScaledBy(scores, factor)) {
+      chain.scale *= factor;
+      scores = inner;
+      continue;
     }
-    if (!fill || *fill > -1e4 || scores.getType() != input.getType())
-      return std::nullopt;
-    chain.mask = where.getCondition();
-    input = scores;
-  } else if (auto add = input.getDefiningOp<AddOp>()) {
-    for (auto [scores, mask] : {std::pair(add.getLhs(), add.getRhs()),
-                                std::pair(add.getRhs(), add.getLhs())}) {
-      double scale = 1.0;
-      SmallVector<int64_t> probeView;
-      if (scores.getType() == input.getType() &&
-          matchScaledProduct(scores, scale, view ? &probeView : nullptr)) {
-        chain.mask = mask;
-        input = scores;
-        break;
+    if (auto reshape = scores.getDefiningOp<ReshapeOp>()) {
+      if (!isHeadViewReshape(reshape, chain.headView))
+        return false;
+      scores = reshape.getInput();
+      continue;
+    }
+    if (auto max = scores.getDefiningOp<MaxOp>()) {
+      // max(s, c) with c at least as low as any mask's fill changes no
+      // softmax result: such a clamp only keeps -inf away.
+      Value kept = isLargeNegative(max.getRhs(), -1e30)   ? max.getLhs()
+                   : isLargeNegative(max.getLhs(), -1e30) ? max.getRhs()
+                                                          : Value();
+      if (!kept || kept.getType() != type)
+        return false;
+      scores = kept;
+      continue;
+    }
+    if (auto where = scores.getDefiningOp<WhereOp>()) {
+      Value kept;
+      bool negate = false;
+      if (isLargeNegative(where.getOnFalse(), -1e4)) {
+        kept = where.getOnTrue();
+      } else if (isLargeNegative(where.getOnTrue(), -1e4)) {
+        kept = where.getOnFalse();
+        negate = true;
       }
+      if (!kept || kept.getType() != type || chain.keepMask)
+        return false;
+      chain.keepMask = where.getCondition();
+      chain.negateKeepMask = negate;
+      chain.keepMaskThreeD = threeD;
+      scores = kept;
+      continue;
     }
-    if (!chain.mask)
-      return std::nullopt;
+    if (auto add = scores.getDefiningOp<AddOp>()) {
+      for (auto [kept, mask] : {std::pair(add.getLhs(), add.getRhs()),
+                                std::pair(add.getRhs(), add.getLhs())}) {
+        if (kept.getType() != type)
+          continue;
+        ScoreChain probe = chain;
+        probe.additiveMasks.push_back({mask, chain.scale, threeD});
+        if (matchScores(kept, probe)) {
+          chain = std::move(probe);
+          return true;
+        }
+      }
+      return false;
+    }
+    chain.product = scores.getDefiningOp<MatmulOp>();
+    return bool(chain.product);
   }
-  chain.product = matchScaledProduct(input, chain.scale, view);
-  if (!chain.product || (allowView && (!chain.mask || chain.headView.empty())))
-    return std::nullopt;
-  return chain;
 }
 
 /// Turns [B, S, D] into [B, 1, S, D], or with a head view [B', H] (where
-/// B = B' * H) into [B', H, S, D].
+/// B = B' * H) into [B', H, S, D]. A 3-D operand whose leading dim is 1
+/// (a mask shared by every batch and head) becomes [1, 1, S, D].
 Value toFourD(PatternRewriter &rewriter, Location loc, Value v,
               ArrayRef<int64_t> headView) {
   auto type = llvm::cast<RankedTensorType>(v.getType());
-  if (type.getRank() == 4)
+  if (type.getRank() != 3)
     return v;
-  if (headView.empty())
+  if (headView.empty() || type.getDimSize(0) == 1)
     return UnsqueezeOp::create(rewriter, loc, v,
                                rewriter.getDenseI64ArrayAttr({1}));
   SmallVector<int64_t> shape(headView);
@@ -109,98 +147,149 @@ Value toFourD(PatternRewriter &rewriter, Location loc, Value v,
   return ReshapeOp::create(rewriter, loc, type.clone(shape), v);
 }
 
+/// The softmax whose result `probabilities` is, through a 4-D to 3-D view
+/// (recorded in `headView`).
+SoftmaxOp softmaxOf(Value probabilities, SmallVector<int64_t> &headView) {
+  if (auto reshape = probabilities.getDefiningOp<ReshapeOp>()) {
+    if (!isHeadViewReshape(reshape, headView))
+      return nullptr;
+    probabilities = reshape.getInput();
+  }
+  auto softmax = probabilities.getDefiningOp<SoftmaxOp>();
+  if (!softmax || static_cast<int64_t>(softmax.getAxis()) !=
+                      softmax.getType().getRank() - 1)
+    return nullptr;
+  return softmax;
+}
+
 struct FuseScaledDotProduct : public OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp root,
                                 PatternRewriter &rewriter) const override {
-    auto softmax = root.getLhs().getDefiningOp<SoftmaxOp>();
-    if (!softmax || static_cast<int64_t>(softmax.getAxis()) !=
-                        softmax.getType().getRank() - 1)
+    ScoreChain chain;
+    SoftmaxOp softmax = softmaxOf(root.getLhs(), chain.headView);
+    if (!softmax || !matchScores(softmax.getInput(), chain))
       return failure();
-    // BART masks a [B, H, S, T] view of [B*H, S, T] scores between two
-    // reshapes.
-    std::optional<ScoreChain> chain;
-    auto outer = softmax.getInput().getDefiningOp<ReshapeOp>();
-    if (outer && outer.getType().getRank() == 3 &&
-        llvm::cast<RankedTensorType>(outer.getInput().getType()).getRank() == 4)
-      chain = matchScores(outer.getInput(), /*allowView=*/true);
-    else
-      chain = matchScores(softmax.getInput(), /*allowView=*/false);
-    if (!chain)
-      return failure();
-    ArrayRef<int64_t> headView = chain->headView;
-    Value query = chain->product.getLhs();
-    Value keyT = chain->product.getRhs();
+    ArrayRef<int64_t> headView = chain.headView;
+    Value query = chain.product.getLhs();
+    Value keyT = chain.product.getRhs();
     Value value = root.getRhs();
     double factor;
     if (Value unscaled = matchScaledBy(query, factor)) {
-      chain->scale *= factor;
+      chain.scale *= factor;
       query = unscaled;
     }
     if (Value unscaled = matchScaledBy(keyT, factor)) {
-      chain->scale *= factor;
+      chain.scale *= factor;
       keyT = unscaled;
     }
-    auto qType = llvm::cast<RankedTensorType>(query.getType());
-    auto kType = llvm::cast<RankedTensorType>(keyT.getType());
-    auto vType = llvm::cast<RankedTensorType>(value.getType());
-    int64_t rank = qType.getRank();
-    if ((rank != 3 && rank != 4) || kType.getRank() != rank ||
-        vType.getRank() != rank || (!headView.empty() && rank != 3) ||
-        !qType.hasStaticShape() || !kType.hasStaticShape() ||
-        !vType.hasStaticShape() ||
-        !llvm::isa<FloatType>(qType.getElementType()))
+    // The operands as [B, H, S, D]: 3-D ones through the head view (or a
+    // unit head dim when there is none).
+    auto fourDShape = [&](Value v) -> std::optional<SmallVector<int64_t>> {
+      auto type = llvm::cast<RankedTensorType>(v.getType());
+      if (!type.hasStaticShape() ||
+          !llvm::isa<FloatType>(type.getElementType()))
+        return std::nullopt;
+      if (type.getRank() == 4)
+        return llvm::to_vector(type.getShape());
+      if (type.getRank() != 3)
+        return std::nullopt;
+      SmallVector<int64_t> shape =
+          headView.empty() ? SmallVector<int64_t>{type.getDimSize(0), 1}
+                           : SmallVector<int64_t>(headView);
+      if (!headView.empty() && type.getDimSize(0) != headView[0] * headView[1])
+        return std::nullopt;
+      llvm::append_range(shape, type.getShape().drop_front());
+      return shape;
+    };
+    auto q = fourDShape(query), kT = fourDShape(keyT), v = fourDShape(value);
+    if (!q || !kT || !v)
       return failure();
-    // Batch (and head) dims must agree exactly: no broadcasting inside.
-    if (qType.getShape().drop_back(2) != kType.getShape().drop_back(2) ||
-        qType.getShape().drop_back(2) != vType.getShape().drop_back(2))
+    // A 3-D operand beside a 4-D one needs the head view.
+    auto rankOf = [](Value v) {
+      return llvm::cast<RankedTensorType>(v.getType()).getRank();
+    };
+    int64_t rank = rankOf(query);
+    if (headView.empty() && (rankOf(keyT) != rank || rankOf(value) != rank))
       return failure();
-    int64_t s = qType.getDimSize(rank - 2), t = kType.getDimSize(rank - 1);
-    if (chain->scale <= 0 || !std::isfinite(chain->scale))
+    // Batch dims agree; keys and values may hold one head the product
+    // broadcasts to every query head (multi-query attention).
+    int64_t heads = (*q)[1], kvHeads = (*kT)[1];
+    if ((*kT)[0] != (*q)[0] || (*v)[0] != (*q)[0] || (*v)[1] != kvHeads ||
+        (kvHeads != heads && kvHeads != 1) || (*kT)[2] != (*q)[3] ||
+        (*v)[2] != (*kT)[3])
+      return failure();
+    int64_t s = (*q)[2], t = (*kT)[3];
+    if (chain.scale <= 0 || !std::isfinite(chain.scale))
       return failure();
 
-    Location loc = root.getLoc();
-    Value mask = chain->mask;
-    bool causal = false;
-    if (mask) {
-      auto maskType = llvm::cast<RankedTensorType>(mask.getType());
-      if (maskType.getRank() > (headView.empty() ? rank : 4))
+    // Every check comes before the first op is created.
+    auto fitsFourD = [&](Value mask, bool threeD) {
+      auto type = llvm::cast<RankedTensorType>(mask.getType());
+      int64_t heads = headView.empty() ? 1 : headView[0] * headView[1];
+      return type.getRank() <= 4 &&
+             (!threeD || type.getRank() < 3 || type.getDimSize(0) == 1 ||
+              type.getDimSize(0) == heads);
+    };
+    Value keep = chain.keepMask;
+    bool causal =
+        keep && !chain.negateKeepMask && AttentionOp::isCausalMask(keep, s, t);
+    if (keep && !causal &&
+        (!fitsFourD(keep, chain.keepMaskThreeD) ||
+         !chain.additiveMasks.empty()))
+      return failure(); // one mask operand: a keep-mask and a sum
+    for (const AdditiveMask &added : chain.additiveMasks)
+      if (!fitsFourD(added.mask, added.threeD))
         return failure();
-      bool isBool = maskType.getElementType().isInteger(1);
-      if (isBool && !chain->negateMask &&
-          AttentionOp::isCausalMask(mask, s, t)) {
-        causal = true;
-        mask = nullptr;
-      } else if (chain->negateMask) {
+    int64_t resultRank = root.getType().getRank();
+
+    Location loc = root.getLoc();
+    Value mask;
+    if (keep && !causal) {
+      mask =
+          chain.keepMaskThreeD ? toFourD(rewriter, loc, keep, headView) : keep;
+      if (chain.negateKeepMask)
         mask = NotOp::create(rewriter, loc, mask);
+    }
+    // Additive masks sum into one (ALiBi's bias and a causal mask).
+    for (const AdditiveMask &added : chain.additiveMasks) {
+      Value fourD = added.threeD ? toFourD(rewriter, loc, added.mask, headView)
+                                 : added.mask;
+      if (added.factor != 1.0) {
+        auto elementType =
+            llvm::cast<RankedTensorType>(fourD.getType()).getElementType();
+        Value factorValue = ConstantOp::create(
+            rewriter, loc,
+            DenseElementsAttr::get(
+                RankedTensorType::get({}, elementType),
+                rewriter.getFloatAttr(elementType, added.factor)));
+        fourD = MulOp::create(rewriter, loc, fourD, factorValue);
       }
-      if (mask && rank == 3 && headView.empty() && maskType.getRank() == 3)
-        mask = toFourD(rewriter, loc, mask, headView);
+      mask =
+          mask ? AddOp::create(rewriter, loc, mask, fourD).getResult() : fourD;
     }
 
     // key = transpose of key^T's last two dims.
-    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-    std::swap(perm[rank - 1], perm[rank - 2]);
+    int64_t keyRank = rankOf(keyT);
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, keyRank));
+    std::swap(perm[keyRank - 1], perm[keyRank - 2]);
     Value key = TransposeOp::create(rewriter, loc, keyT,
                                     rewriter.getDenseI64ArrayAttr(perm));
     Value q4 = toFourD(rewriter, loc, query, headView);
     Value k4 = toFourD(rewriter, loc, key, headView);
     Value v4 = toFourD(rewriter, loc, value, headView);
-    double defaultScale =
-        1.0 / std::sqrt(static_cast<double>(qType.getDimSize(rank - 1)));
+    double defaultScale = 1.0 / std::sqrt(static_cast<double>((*q)[3]));
     FloatAttr scaleAttr;
-    if (std::abs(chain->scale - defaultScale) > 1e-6 * defaultScale)
-      scaleAttr = rewriter.getF64FloatAttr(chain->scale);
+    if (std::abs(chain.scale - defaultScale) > 1e-6 * defaultScale)
+      scaleAttr = rewriter.getF64FloatAttr(chain.scale);
     Value result = AttentionOp::create(
         rewriter, loc, q4, k4, v4, mask,
         causal ? rewriter.getUnitAttr() : UnitAttr(), scaleAttr);
-    if (rank == 3 && headView.empty())
+    if (resultRank == 3 && headView.empty())
       result = SqueezeOp::create(rewriter, loc, result,
                                  rewriter.getDenseI64ArrayAttr({1}));
-    else if (rank == 3)
+    else if (resultRank == 3)
       result = ReshapeOp::create(rewriter, loc, root.getType(), result);
-    if (result.getType() != root.getType())
-      return failure();
     rewriter.replaceOp(root, result);
     return success();
   }

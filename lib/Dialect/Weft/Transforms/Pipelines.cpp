@@ -34,6 +34,7 @@ void weft::buildSPMDPipeline(OpPassManager &pm,
   pm.addPass(createWeftShardPresets(presets));
   pm.addPass(createWeftPropagateSharding({options.padUneven}));
   pm.addPass(createWeftPartition());
+  pm.addPass(createWeftMergeReductions());
   if (options.localReplicas)
     pm.addPass(createWeftLocalReplicas());
   if (options.bucketMb > 0) {
@@ -51,6 +52,6 @@ void weft::registerWeftPipelines() {
   PassPipelineRegistration<SPMDPipelineOptions>(
       "weft-spmd",
       "Partition for a device mesh: preset shardings, propagation, "
-      "partitioning into explicit collectives, bucketing",
+      "partitioning into explicit collectives, merged reductions, bucketing",
       buildSPMDPipeline);
 }

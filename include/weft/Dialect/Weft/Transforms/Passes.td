@@ -44,15 +44,22 @@ def WeftFuseAttention : Pass<"weft-fuse-attention"> {
   let summary = "Replace matmul-scale-mask-softmax-matmul by weft.attention";
   let description = [{
     Recognizes `softmax(q * k^T * scale (+ mask)) * v` over 3-D or 4-D
-    operands: the scale as a multiply or divide of the scores, of `q`, or of
-    both `q` and `k`; an additive mask, or a boolean mask applied with
-    `where(mask, scores, fill)` with `fill <= -1e4` (negated when the operands
-    are swapped). The mask may also be applied to a `[B, H, S, T]` view of
-    3-D `[B*H, S, T]` scores between two reshapes (as BART exports). A
-    constant boolean mask equal to the causal pattern becomes the `causal`
-    flag. The multiplicative form `s * m - c * (1 - m)` is left
-    alone: it equals a masked softmax only when `m` is 0/1, which is not
-    known for a graph input.
+    operands, in the forms exporters emit: the scale as a multiply or divide
+    of the scores, of `q`, or of both `q` and `k`; one boolean keep-mask
+    applied with `where(mask, scores, fill)` with `fill <= -1e4` (negated
+    when the operands are swapped); any number of additive masks (a padding
+    or causal mask, ALiBi's per-head bias), summed into one mask operand,
+    each multiplied by the scale applied after it; a clamp
+    `max(scores, c)` with `c <= -1e30` (OPT), which changes no softmax;
+    views between 3-D `[B*H, S, T]` and 4-D `[B, H, S, T]` scores anywhere
+    on the way, the softmax included (BART, GPT-NeoX's `baddbmm`, Bloom),
+    with 3-D operands viewed per head. Keys and values may hold one head
+    that every query head reads (multi-query attention). A constant boolean
+    mask equal to the causal pattern becomes the `causal` flag. The
+    multiplicative form `s * m - c * (1 - m)` is left alone: it equals a
+    masked softmax only when `m` is 0/1, which is not known for a graph
+    input; so are two keep-masks, or a non-causal keep-mask beside an
+    additive one (one mask operand holds either kind, not both).
   }];
   let dependentDialects = ["::weft::WeftDialect"];
 }
@@ -511,6 +518,29 @@ def WeftPipelineCut : Pass<"weft-pipeline-cut", "::mlir::ModuleOp"> {
     "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect",
     "::mlir::scf::SCFDialect", "::mlir::bufferization::BufferizationDialect"
   ];
+}
+
+def WeftMergeReductions : Pass<"weft-merge-reductions", "::mlir::ModuleOp"> {
+  let summary = "Reduce a sum of all-reduced partial sums once";
+  let description = [{
+    A parallel residual (GPT-J, GPT-NeoX, Phi, Falcon: `x + attn(ln(x)) +
+    mlp(ln(x))`) adds two row-split outputs, each all-reduced by
+    `weft-partition`. The sum of two sums over the same grid axes is one
+    sum: in a tree of adds, the pass adds the partial sums first and
+    all-reduces once, adding the terms that are not reduced (the residual,
+    a row-split linear's bias) after the single reduction. Each all-reduce
+    must have no other reader.
+
+    ```mlir
+    %a = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    %b = shard.all_reduce %y on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    %c = weft.add %b, %bias : tensor<4xf32>, tensor<4xf32>
+    %s = weft.add %a, %c : tensor<4xf32>, tensor<4xf32>
+    ```
+
+    becomes `weft.add(shard.all_reduce(weft.add(%x, %y)), %bias)`.
+  }];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::shard::ShardDialect"];
 }
 
 def WeftLocalReplicas : Pass<"weft-local-replicas", "::mlir::ModuleOp"> {
