@@ -338,8 +338,8 @@ OpShardingRule RmsNormOp::getShardingRule() {
 
 /// q [B, H, S, D], k [B, Hkv, T, D], v [B, Hkv, T, Dv], mask broadcastable
 /// to [B, H, S, T]: batch and heads split (kv heads with the query heads,
-/// which keeps each rank's query heads with their shared kv head); D is
-/// contracted and stays whole. A mask-free self-attention (S == T) has its
+/// which keeps each rank's query heads with their shared kv head; a single
+/// kv head stays whole); D is contracted and stays whole. A mask-free self-attention (S == T) has its
 /// sequence as a Context factor: the partitioner splits it over the
 /// context-parallel axis only, as a ring or an all-to-all over the heads
 /// (softmax runs over T and the causal mask needs global positions, so a
@@ -367,6 +367,13 @@ static OpShardingRule attentionRule(Operation *op, Value query, Value key,
       shareDims(rule.operandFactors[index]);
   for (auto &dims : rule.resultFactors)
     shareDims(dims);
+  // One key/value head read by every query head (multi-query attention)
+  // is broadcast: whole on every rank that holds some query heads. (The
+  // gradient op sums that head's gradient over the query heads: it keeps
+  // the shared factor, so a split of the heads reaches it whole.)
+  if (isa<AttentionOp>(op) && shapeOf(key)[1] == 1 && shapeOf(query)[1] > 1)
+    for (int64_t index : {1, 2})
+      rule.operandFactors[index][1] = -1;
   if (mask) {
     ArrayRef<int64_t> shape = shapeOf(mask);
     ArrayRef<int64_t> scores = shapeOf(query);

@@ -53,6 +53,10 @@ bool isParameter(Value value) { return bool(parameterOf(value)); }
 /// Ops through which a tensor-parallel region runs from a column-split
 /// linear to a row-split one without needing the whole hidden dim.
 bool isHeadLocal(Operation *op) {
+  // A gather of a fused projection picks q, k or v out of each head
+  // (Bloom's [heads, 3, head_dim] view); a gathered parameter is a lookup.
+  if (auto gather = dyn_cast<GatherOp>(op))
+    return !isParameter(gather.getData());
   return op->hasTrait<OpTrait::Elementwise>() ||
          isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, WhereOp, CastOp, ReshapeOp,
              TransposeOp, SplitOp, AttentionOp, SliceOp, ConcatOp, ExpandOp,
@@ -93,6 +97,21 @@ partnersThrough(Value result, const llvm::SetVector<Operation *> *forward,
     }
   }
   return partners;
+}
+
+/// The head dim of the first attention `result` reaches through head-local
+/// ops, if any.
+std::optional<int64_t> headDimReached(Value result) {
+  std::optional<int64_t> headDim;
+  partnersThrough<AttentionOp>(
+      result, nullptr, [](AttentionOp) { return false; },
+      [&](Operation *op) {
+        if (auto attention = dyn_cast<AttentionOp>(op); attention && !headDim)
+          headDim = llvm::cast<RankedTensorType>(attention.getQuery().getType())
+                        .getDimSize(3);
+        return isHeadLocal(op);
+      });
+  return headDim;
 }
 
 /// The row-split partners of `column`: the param linears its result reaches
@@ -425,7 +444,7 @@ struct WeftShardPresetsPass
       options.omitBlockArguments = true;
       (void)getBackwardSlice(terminator->getOperand(0), &*forward, options);
     }
-    llvm::SetVector<Operation *> rowSplit;
+    llvm::SetVector<Operation *> rowSplit, keptWhole;
     llvm::DenseMap<Operation *, Operation *> escapes;
     for (LinearOp column : linears) {
       if (rowSplit.contains(column))
@@ -436,6 +455,15 @@ struct WeftShardPresetsPass
       if (rows.empty()) {
         if (escape)
           escapes[column] = escape;
+        continue;
+      }
+      // The one key/value head of multi-query attention stays whole, as
+      // Megatron-LM keeps it: a split would cut the head, and every rank's
+      // query heads read it whole.
+      int64_t outputs = column.getType().getShape().back();
+      if (std::optional<int64_t> headDim = headDimReached(column.getResult());
+          headDim && outputs == *headDim) {
+        keptWhole.insert(column);
         continue;
       }
       // A fused projection split into equal parts is split part by part.
@@ -522,14 +550,24 @@ struct WeftShardPresetsPass
     for (LinearOp linear : linears) {
       BlockArgument weight = parameterOf(linear.getWeight());
       std::optional<std::string> layer = numberedLayerOf(linear.getLoc());
+      // A layer with nothing split is named once (`unsplit`); a contraction
+      // outside the layers (BERT's head transform) is named when the model
+      // splits anything.
       if ((forward && !forward->contains(linear)) || done.contains(weight) ||
-          !layer || !splitLayers.contains(*layer))
+          (layer && !splitLayers.contains(*layer)) || (!layer && done.empty()))
         continue;
       StringRef name =
           func.getArgAttrOfType<StringAttr>(weight.getArgNumber(), "weft.param")
               .getValue();
       if (!warned.insert(name).second)
         continue;
+      if (keptWhole.contains(linear)) {
+        linear.emitRemark()
+            << "megatron: parameter '" << name
+            << "' stays whole on every 'tp' rank: it projects the one "
+               "key/value head that every rank's query heads read";
+        continue;
+      }
       InFlightDiagnostic warning = linear.emitWarning()
                                    << "megatron: parameter '" << name
                                    << "' stays replicated on every 'tp' rank: ";

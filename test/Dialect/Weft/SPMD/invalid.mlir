@@ -67,3 +67,27 @@ func.func @unfused_attention(%x: tensor<4x8x32xf32> {weft.input = "x"}, %wq: ten
   %3 = weft.linear %2, %w2 : tensor<4x8x64xf32>, tensor<64x32xf32> loc("/h.0/proj/MatMul")
   return %3 : tensor<4x8x32xf32>
 }
+
+// -----
+
+// Multi-query attention: one key/value head for eight query heads cannot
+// split over tp=8. Its projections stay whole, as Megatron-LM keeps them,
+// and a remark says so; the query and output projections split.
+func.func @multi_query(%x: tensor<2x4x64xf32> {weft.input = "x"}, %wq: tensor<64x64xf32> {weft.param = "h.0.q.weight"}, %wk: tensor<64x8xf32> {weft.param = "h.0.k.weight"}, %wv: tensor<64x8xf32> {weft.param = "h.0.v.weight"}, %wo: tensor<64x64xf32> {weft.param = "h.0.o.weight"}) -> tensor<2x4x64xf32> attributes {weft.outputs = ["y"]} {
+  %q = weft.linear %x, %wq : tensor<2x4x64xf32>, tensor<64x64xf32> loc("/h.0/op1")
+  %q4 = weft.reshape %q : tensor<2x4x64xf32> -> tensor<2x4x8x8xf32> loc("/h.0/op2")
+  %qt = weft.transpose %q4 <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<2x4x8x8xf32> loc("/h.0/op3")
+  // expected-remark @unknown {{megatron: parameter 'h.0.k.weight' stays whole on every 'tp' rank: it projects the one key/value head that every rank's query heads read}}
+  %k = weft.linear %x, %wk : tensor<2x4x64xf32>, tensor<64x8xf32> loc("/h.0/op4")
+  %k4 = weft.reshape %k : tensor<2x4x8xf32> -> tensor<2x4x1x8xf32> loc("/h.0/op5")
+  %kt = weft.transpose %k4 <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<2x4x1x8xf32> loc("/h.0/op6")
+  // expected-remark @unknown {{megatron: parameter 'h.0.v.weight' stays whole on every 'tp' rank}}
+  %v = weft.linear %x, %wv : tensor<2x4x64xf32>, tensor<64x8xf32> loc("/h.0/op7")
+  %v4 = weft.reshape %v : tensor<2x4x8xf32> -> tensor<2x4x1x8xf32> loc("/h.0/op8")
+  %vt = weft.transpose %v4 <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<2x4x1x8xf32> loc("/h.0/op9")
+  %a = weft.attention %qt, %kt, %vt <{causal}> : tensor<2x8x4x8xf32>, tensor<2x1x4x8xf32>, tensor<2x1x4x8xf32> loc("/h.0/op10")
+  %at = weft.transpose %a <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<2x8x4x8xf32> loc("/h.0/op11")
+  %m = weft.reshape %at : tensor<2x4x8x8xf32> -> tensor<2x4x64xf32> loc("/h.0/op12")
+  %o = weft.linear %m, %wo : tensor<2x4x64xf32>, tensor<64x64xf32> loc("/h.0/op13")
+  return %o : tensor<2x4x64xf32>
+}
