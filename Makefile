@@ -9,6 +9,11 @@ APT_PACKAGES = cmake ninja-build ccache g++ python3 python3-pip \
   libgtest-dev libomp-22-dev mpich libmpich-dev libopenblas-dev \
   python3-torch clang-format-14 python3-dev python3-venv pybind11-dev chromium
 PIP_PACKAGES = onnx numpy onnxruntime lit safetensors pytest pillow
+# Hugging Face transformers for test/Models/hf-exports.test, in a virtual
+# environment beside the build that sees Debian's torch (python3-torch):
+# the system's pip may not install into Debian's own Python.
+HF_VENV = $(BUILD)/hf-venv
+HF_PACKAGES = transformers==4.45.2
 DEMO_DIR = $(BUILD)/demo
 # The scripts in utils/ and bench/ find the tools through the weft package,
 # which the build assembles here.
@@ -23,7 +28,7 @@ SANITIZER_APT_PACKAGES = clang-22 libclang-rt-22-dev
 SANITIZER_FLAGS = -O1 -gline-tables-only -DNDEBUG
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build check check-lit check-unit check-python check-onnx-node check-conformance check-format demo docs clean \
+.PHONY: all deps hf-venv build check check-lit check-unit check-python check-onnx-node check-conformance check-format demo docs clean \
   deps-sanitizers build-sanitized check-asan fuzz
 
 all: build
@@ -38,6 +43,17 @@ deps:
 	@python3 -c "import onnx, numpy, onnxruntime, safetensors, pytest, PIL" 2>/dev/null && command -v lit >/dev/null || \
 	  python3 -m pip install -q $(PIP_PACKAGES)
 
+# Made only when missing (a second run costs nothing); a failed install
+# leaves no half-made environment behind.
+hf-venv: $(HF_VENV)/.installed
+
+$(HF_VENV)/.installed:
+	@$(MAKE) --no-print-directory deps
+	rm -rf $(HF_VENV)
+	/usr/bin/python3 -m venv --system-site-packages $(HF_VENV)
+	$(HF_VENV)/bin/pip install -q $(HF_PACKAGES) || { rm -rf $(HF_VENV); exit 1; }
+	touch $@
+
 $(BUILD)/build.ninja:
 	cmake -G Ninja -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 
@@ -51,7 +67,7 @@ check-unit: build
 DOC_TARGETS = WeftOpsDocGen WeftInterfacesDocGen WeftPassesDocGen WeftConversionPassesDocGen \
   WeftLoweringPassesDocGen WeftCPUPassesDocGen WeftCUDAPassesDocGen
 
-check-lit: build
+check-lit: build hf-venv
 	ninja -C $(BUILD) $(DOC_TARGETS)
 	lit -sv $(BUILD)/test
 

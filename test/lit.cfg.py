@@ -54,6 +54,18 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                   capture_output=True).returncode == 0:
     config.available_features.add("torch")
 
+# Hugging Face transformers (with Debian's torch) in the virtual environment
+# `make hf-venv` makes beside the build: the real model families of
+# test/Models/hf-exports.test.
+hf_python = os.path.join(config.weft_obj_root, "hf-venv", "bin", "python")
+config.substitutions.append(("%hf_python", hf_python))
+if os.access(hf_python, os.X_OK) and subprocess.run(
+        [hf_python, "-c", "import transformers"], capture_output=True).returncode == 0:
+    config.available_features.add("transformers")
+else:
+    lit_config.note("no transformers in %s (make hf-venv): the Hugging Face "
+                    "exports (REQUIRES: transformers) are UNSUPPORTED" % hf_python)
+
 # A tmpfs in a private mount namespace (root, or unprivileged user
 # namespaces), for the full-disk drill.
 import shutil
