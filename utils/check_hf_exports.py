@@ -23,9 +23,9 @@ own modeling code) through Weft. For each family:
   `train dp=2,tp=2 vs 1 rank` (`--parallel dp,megatron --grad-accum 2`)
   and `train pp=2 vs 1 rank` (1F1B over 2 micro-batches), each against
   the same one-rank run compiled with `--grad-accum 2` (a step is two
-  micro-batches of the exported batch, gradients averaged): the loss and
-  the gradient norm of every step within 5e-5 relative (they agree
-  within 1e-5), and the loss falls.
+  micro-batches of the exported batch, gradients averaged): the loss,
+  gradient norm and learning rate of every step within 2e-5 relative
+  (compare_losses.py; measured up to 9.4e-6), and the loss falls.
 
 The exports run in `--python` (default: the `hf-venv` virtual environment
 beside the weft package's build tree, which `make hf-venv` creates). Prints
@@ -51,6 +51,7 @@ import onnx
 from onnx import numpy_helper
 
 from check_compiled_models import compare
+from compare_losses import compare_logs
 from check_torch_exports import projection_weights
 from weft import run_executable, tool
 from weft.errors import RunError
@@ -63,7 +64,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PARALLEL_RESIDUAL = {"gpt-neox", "phi", "falcon", "gptj"}
 LAYER = re.compile(r"(?:^|\.)(?:h|layers|layer|block)\.\d+")
 LAYER_SHARE = 0.55
-TRAIN_RTOL = 5e-5  # the runs agree within 1e-5
+# compare_losses.py's 1e-5 leaves no margin here: Gemma's pp=2 gradient
+# norm differs by 9.4e-6 (the stages sum in another order).
+TRAIN_RTOL = 2e-5
 TIMEOUT = 600  # seconds for one compile or run: a hang fails its check
 RANKS_TIMEOUT = ["--timeout", "300"]  # weft-run stops every rank of a wedged run
 
@@ -214,10 +217,9 @@ def check_report(family, report, diagnostics, projections, weights, layers, user
     return problems, summary
 
 
-def train_log(path):
-    """[(loss, grad_norm)] per step of a trainer's --log."""
+def losses(path):
     with open(path) as f:
-        return [(row["loss"], row["grad_norm"]) for row in map(json.loads, f)]
+        return [row["loss"] for row in map(json.loads, f)]
 
 
 def check_family(family, args, python, weftc, weft_run):
@@ -285,8 +287,9 @@ def check_family(family, args, python, weftc, weft_run):
         run([python, generator, "--model", family, "--batch", "8", "--seq", "32", "-o", path])
         exe = os.path.join(work, "train-1")
         run([weftc, path, "--train", "--grad-accum", "2", "-o", exe])
-        run([exe, *train, "--log", exe + ".jsonl"])
-        expected = train_log(exe + ".jsonl")
+        reference = exe + ".jsonl"
+        run([exe, *train, "--log", reference])
+        expected = losses(reference)
     except RuntimeError as error:
         return verdicts + [(f"{family} train {mesh} vs 1 rank", [f"1 rank: {error}"], "")
                            for mesh, _, _ in meshes]
@@ -296,23 +299,15 @@ def check_family(family, args, python, weftc, weft_run):
             exe = os.path.join(work, "train-" + stem)
             run([weftc, path, "--train", *options, "-o", exe])
             run([weft_run, *RANKS_TIMEOUT, exe, *train, "--log", exe + ".jsonl"])
-            got = train_log(exe + ".jsonl")
         except RuntimeError as error:
             verdicts.append((check, [str(error)], ""))
             continue
-        if len(got) != len(expected):
-            verdicts.append((check, [f"{len(got)} steps logged, expected {len(expected)}"], ""))
-            continue
-        worst = [max(abs(a[i] - b[i]) / abs(a[i]) for a, b in zip(expected, got))
-                 for i in (0, 1)]
-        problems = [f"{what} differs by {w:.1e}" for what, w in zip(("loss", "grad norm"), worst)
-                    if not w <= TRAIN_RTOL]
-        if not expected[-1][0] < expected[0][0]:
+        result = compare_logs(reference, exe + ".jsonl", args.steps, rtol=TRAIN_RTOL)
+        problems = [] if result.ok else [result.describe()]
+        if not expected[-1] < expected[0]:
             problems.append("the loss does not fall")
         verdicts.append((check, problems,
-                         f"{args.steps} steps, loss {expected[0][0]:.3f} -> "
-                         f"{expected[-1][0]:.3f}, largest relative difference: loss "
-                         f"{worst[0]:.1e}, grad norm {worst[1]:.1e}"))
+                         f"loss {expected[0]:.3f} -> {expected[-1]:.3f}, {result.describe()}"))
     return verdicts
 
 

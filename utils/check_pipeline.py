@@ -6,16 +6,16 @@ For each mesh given, every schedule (gpipe, 1f1b, interleaved with two
 model chunks per rank, zb-h1) is compiled with `weftc --mesh MESH --microbatches M`
 and trained for --steps steps under weft-run; the reference is the same
 model on one rank with `--grad-accum M`, which draws the same batches and
-splits them into the same micro-batches. Every step's loss must agree
-within --rtol relative. Prints one line per configuration and a summary;
+splits them into the same micro-batches. Every step's loss, gradient norm
+and learning rate must agree within --rtol relative (compare_losses.py). Prints one line per configuration and a summary;
 exits non-zero if any configuration disagrees or fails."""
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 
+from compare_losses import DEFAULT_RTOL, compare_logs
 from weft import tool
 
 SCHEDULES = [("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zb-h1", 1)]
@@ -30,11 +30,6 @@ def run(command, **kwargs):
     return result.stdout
 
 
-def losses(path):
-    with open(path) as f:
-        return [row["loss"] for row in map(json.loads, f)]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--work", required=True, help="scratch directory")
@@ -42,7 +37,7 @@ def main():
     parser.add_argument("--mesh", action="append", required=True,
                         help="a mesh with a pp axis, e.g. pp=2,dp=2 (repeatable)")
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--rtol", type=float, default=1e-3)
+    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     weftc, weft_run = str(tool("weftc")), str(tool("weft-run"))
@@ -68,7 +63,7 @@ def main():
                  "-o", exe])
             log = exe + ".jsonl"
             run([exe, *train, "--log", log])
-            references[key] = losses(log)
+            references[key] = log
         return references[key]
 
     failures = 0
@@ -92,21 +87,14 @@ def main():
                 expected = reference(layers, microbatches)
                 run(command)
                 run([weft_run, exe, *train, "--log", exe + ".jsonl"])
-                got = losses(exe + ".jsonl")
             except RuntimeError as error:
                 print(f"{name}: FAILED: {error}")
                 failures += 1
                 continue
-            if len(got) != len(expected):
-                print(f"{name}: FAILED: {len(got)} steps logged, expected {len(expected)}")
-                failures += 1
-                continue
-            worst = max(abs(a - b) / abs(a) for a, b in zip(expected, got))
-            verdict = "ok" if worst <= args.rtol else "DIFFERENT"
-            failures += verdict != "ok"
+            result = compare_logs(expected, exe + ".jsonl", args.steps, rtol=args.rtol)
+            failures += not result.ok
             print(f"{name}: {microbatches} micro-batches, {layers} layers, "
-                  f"{args.steps} steps, largest relative loss difference "
-                  f"{worst:.1e}: {verdict}")
+                  f"{result.describe()}: {'ok' if result.ok else 'DIFFERENT'}")
     print(f"{total - failures} of {total} configurations match one rank "
           f"within {args.rtol:g}")
     return 1 if failures else 0

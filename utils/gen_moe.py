@@ -15,6 +15,12 @@ and `aux_loss`, the Switch Transformer's load-balancing loss (experts x
 the dot product of the fraction of tokens whose first choice is each
 expert and its mean router probability), summed over the layers and
 scaled by `--aux-weight`.
+
+`--reference STEM` also writes STEM.npz, the independent reference for
+the training step's gradients: the float weights, the token ids, labels
+(the next token, -100 at the end), and PyTorch's loss (mean cross-entropy
+plus the weighted load-balancing loss, as Weft's training step adds them)
+and every parameter's gradient, in float64 (`loss`, `grad:<name>`).
 """
 
 import argparse
@@ -45,20 +51,20 @@ class MoE(nn.Module):
         e, c = self.experts, self.capacity
         probs = F.softmax(self.router(x), dim=-1)  # [b, s, e]
         remaining = probs
-        before = torch.zeros(b, 1, e)  # tokens already queued per expert
-        dispatch = torch.zeros(b, s, e, c)
-        combine = torch.zeros(b, s, e, c)
+        before = torch.zeros(b, 1, e, dtype=x.dtype)  # tokens already queued per expert
+        dispatch = torch.zeros(b, s, e, c, dtype=x.dtype)
+        combine = torch.zeros(b, s, e, c, dtype=x.dtype)
         first = None
         for _ in range(self.top_k):
             gate = remaining.amax(dim=-1, keepdim=True)  # [b, s, 1]
-            choice = (remaining == gate).float()  # [b, s, e]
+            choice = (remaining == gate).to(x.dtype)  # [b, s, e]
             if first is None:
                 first = choice
             # 1-based place in the expert's queue of this group.
             position = torch.cumsum(choice, dim=1) + before
-            kept = choice * (position <= c).float()
+            kept = choice * (position <= c).to(x.dtype)
             slot = (position.long() - 1).unsqueeze(-1) == torch.arange(c)
-            sent = kept.unsqueeze(-1) * slot.float()
+            sent = kept.unsqueeze(-1) * slot.to(x.dtype)
             dispatch = dispatch + sent
             combine = combine + sent * gate.unsqueeze(-1)
             before = before + choice.sum(dim=1, keepdim=True)
@@ -135,6 +141,8 @@ def main():
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seq", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reference", metavar="STEM",
+                        help="write STEM.npz: PyTorch's loss and gradients in float64")
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args()
 
@@ -145,7 +153,26 @@ def main():
     torch.onnx.export(model, (tokens,), args.output, opset_version=14,
                       input_names=["input_ids"],
                       output_names=["logits", "aux_loss"])
+    if args.reference:
+        write_reference(model, tokens, args.reference)
     return 0
+
+
+def write_reference(model, tokens, stem):
+    import numpy as np
+    labels = torch.roll(tokens, -1, 1)
+    labels[:, -1] = -100
+    model = model.double()
+    logits, aux = model(tokens)
+    loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(),
+                           ignore_index=-100) + aux
+    loss.backward()
+    arrays = {"input_ids": tokens.numpy(), "labels": labels.numpy(),
+              "loss": loss.detach().numpy()}
+    for name, parameter in model.named_parameters():
+        arrays[name] = parameter.detach().float().numpy()
+        arrays["grad:" + name] = parameter.grad.numpy()
+    np.savez(stem + ".npz", **arrays)
 
 
 if __name__ == "__main__":
