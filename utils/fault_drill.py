@@ -3,8 +3,9 @@
 step compiled with `weftc --train` under weft-run, commits one fault and
 checks three things: the run ends within --bound seconds with an error that
 names the rank at fault (and what it was doing), the newest checkpoint that
-survived is the one expected, and resuming from it repeats an
-uninterrupted run's losses bit for bit.
+survived is the one expected, and resuming from it (from that step: the
+trainer's "resuming from" line says which) repeats an uninterrupted run's
+losses bit for bit.
 
 Faults (--faults, default all but disk-full):
   kill, segv, stop  that signal, to a random rank at the start of a random
@@ -137,6 +138,10 @@ class Drill:
         if latest != good_step:
             problems.append(f"latest is step {latest}, not {good_step}")
         resumed, identical, _ = self.resume(ckpt, log, data)
+        # A resume that silently restarts from step 0 repeats the losses
+        # too: the step it resumed from must be the last good checkpoint's.
+        if resumed != good_step:
+            problems.append(f"--resume resumed from step {resumed}, not {good_step}")
         if not identical:
             problems.append("the resumed losses differ")
         self.row(fault, how, run.seconds, message, good_step, resumed,
