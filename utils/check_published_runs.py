@@ -6,15 +6,19 @@ For every row of the CSV, weft-plan prices the published configuration
 and sequence parallelism; "?" for one the source does not state leaves it
 to the planner) on a cluster of the row's size: optional trailing
 columns give the sequence length (default 2048), the cluster preset
-(default dgx-a100-80g), the context-parallel degree (default 1) and the
+(default dgx-a100-80g), the context-parallel degree (default 1), the
 model family with its options (default "gpt"; e.g. "llama:kv-heads=8,
-ffn=14336", quoted). A "tflops" row's predicted step time is turned
+ffn=14336", quoted) and the row's own bound on its absolute error in
+percent (default --max-row-error; a row with a bound of its own says why
+in a comment above it). A "tflops" row's predicted step time is turned
 into TFLOP/s per GPU with the formula its source uses (Narayanan et al.
 2021, eq. 3); a "step_s" row compares step times, an "mfu" row the
 planner's MFU (model FLOPs over the bf16 peak) with the published one,
 a "tokens_per_gpu" row tokens per second per GPU.
-Prints a markdown table and the median absolute error; exits 1 when that
-exceeds --max-median-error.
+Prints a markdown table, the median absolute error of each source and of
+all rows; exits 1 when a row's error exceeds its bound, a median exceeds
+--max-median-error, or a published run (which ran, so fit) is predicted
+out of memory.
 """
 import argparse
 import csv
@@ -35,20 +39,23 @@ def main():
     parser.add_argument("--weft-plan", required=True)
     parser.add_argument("--runs", required=True)
     parser.add_argument("--max-median-error", type=float, default=15.0,
-                        help="percent")
+                        help="percent, over all rows and over each source's")
+    parser.add_argument("--max-row-error", type=float, default=30.0,
+                        help="percent, for a row without a bound of its own")
     args = parser.parse_args()
 
     rows = [r for r in csv.reader(
         line for line in open(args.runs) if not line.startswith("#"))]
-    errors = []
+    errors, by_source, failures = [], {}, []
     print("| source | params (B) | GPUs | tp | pp | dp | batch | mbs | "
           "strategy | published | Weft | error |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         (source, params, layers, hidden, heads, vocab, gpus, tp, pp, batch,
          mbs, schedule, v, zero, recompute, sp, metric, published) = row[:18]
-        defaults = ["2048", "dgx-a100-80g", "1", "gpt"]
-        seq, cluster, cp, family = (row[18:] + defaults[len(row) - 18:])[:4]
+        defaults = ["2048", "dgx-a100-80g", "1", "gpt", str(args.max_row_error)]
+        seq, cluster, cp, family, bound = (row[18:] + defaults[len(row) - 18:])[:5]
+        bound = float(bound)
         layers, hidden, heads, vocab, gpus, tp, pp, batch, seq, cp = map(
             int, (layers, hidden, heads, vocab, gpus, tp, pp, batch, seq, cp))
         dp = gpus // (tp * pp * cp)
@@ -91,7 +98,13 @@ def main():
             error = 100 * (published / predicted - 1)
             shown = f"{published:g} s | {predicted:.2f} s"
         errors.append(abs(error))
+        by_source.setdefault(source, []).append(abs(error))
+        name = f"{source} {params}B on {gpus} GPUs"
+        if abs(error) > bound:
+            failures.append(f"{name}: error {error:+.1f}% exceeds its bound {bound:g}%")
         note = "" if plan["fits"] else " (predicted out of memory)"
+        if not plan["fits"]:
+            failures.append(f"{name}: it ran, and is predicted out of memory")
         if schedule == "?":
             strategy = f"planner's: {plan['plan'].split(',', 3)[3]}"
         else:
@@ -103,10 +116,21 @@ def main():
         print(f"| {source} | {params} | {gpus} | {tp} | {pp} | {dp} | "
               f"{batch} | {mbs} | {strategy} | {shown}{note} | "
               f"{error:+.1f}% |")
+    print()
+    for source, source_errors in by_source.items():
+        median = statistics.median(source_errors)
+        print(f"{source}: median absolute error {median:.1f}% over {len(source_errors)} runs")
+        if median > args.max_median_error:
+            failures.append(f"{source}: median absolute error {median:.1f}% exceeds "
+                            f"{args.max_median_error:g}%")
     median = statistics.median(errors)
-    print(f"\nmedian absolute error: {median:.1f}% over {len(errors)} runs "
+    print(f"median absolute error: {median:.1f}% over {len(errors)} runs "
           f"(limit {args.max_median_error:.0f}%)")
     if median > args.max_median_error:
+        failures.append(f"the median absolute error exceeds {args.max_median_error:g}%")
+    for failure in failures:
+        print(f"FAIL: {failure}")
+    if failures:
         sys.exit(1)
 
 
