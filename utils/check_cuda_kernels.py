@@ -34,6 +34,8 @@ def compile_cuda(weftc, model, extra, work):
     symbols = subprocess.run(["nm", str(obj)], capture_output=True, text=True,
                              check=True).stdout
     kernels = len(re.findall(r"_binary$", symbols, re.MULTILINE))
+    if not kernels:
+        return False, ["the object embeds no kernel"]
     return True, [f"{kernels} kernels, assembled for sm_90 and sm_80"]
 
 
