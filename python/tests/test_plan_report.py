@@ -11,9 +11,20 @@ def test_plan_ranks_fitting_plans(gpt_batch8, cluster4):
     times = [p.step_time for p in plans]
     assert times == sorted(times)
     best = plans[0]
-    assert best.rank == 0 and best.dp * best.tp * best.pp >= 1
-    assert best.memory.total <= best.memory.capacity
-    assert best.tokens_per_second > 0 and 0 <= best.mfu <= 1
+    for plan in plans:
+        # Every plan uses the cluster's 4 ranks, its figures agree with
+        # one another, and it fits.
+        assert plan.dp * plan.tp * plan.pp * plan.cp == 4, plan.spec
+        assert plan.microbatch_size * plan.microbatches * plan.dp == 8, plan.spec
+        assert plan.tokens_per_second == pytest.approx(8 * 16 / plan.step_time, rel=1e-3)
+        memory = plan.memory
+        assert memory.total == pytest.approx(
+            memory.weights + memory.gradients + memory.optimizer + memory.activations,
+            rel=1e-6)
+        assert 0 < memory.total <= memory.capacity
+        assert sum(plan.time.values()) >= plan.step_time * 0.999 > 0
+        assert 0 < plan.mfu < 1
+    assert best.rank == 0 and [p.rank for p in plans] == list(range(len(plans)))
     assert best.recompute != "selective"  # weft.compile could not build it
     text = best.explain()
     assert best.spec in text and "why not the others" in text
