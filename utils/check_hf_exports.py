@@ -52,7 +52,7 @@ from onnx import numpy_helper
 
 from check_compiled_models import compare
 from compare_losses import compare_logs
-from check_torch_exports import projection_weights
+from check_torch_exports import collectives_per_layer, projection_weights
 from weft import run_executable, tool
 from weft.errors import RunError
 from weft.executables import error_line
@@ -183,15 +183,7 @@ def check_report(family, report, diagnostics, projections, weights, layers, user
     share = local / whole if whole else 1.0
     if share > LAYER_SHARE:
         problems.append(f"a rank holds {share:.0%} of the layers' weights")
-    reduces, others = collections.Counter(), collections.defaultdict(list)
-    for kind, location in re.findall(r"^  (\w+) over tp: .*\(\"(.*)\"\)$", report, re.M):
-        layer = layer_of(location)
-        if layer is None:
-            continue
-        if kind == "all_reduce":
-            reduces[layer] += 1
-        else:
-            others[layer].append(f"{kind} at {location}")
+    reduces, others = collectives_per_layer(report, layer_of)
     counts = collections.Counter()
     for layer in layers:
         want = expected_reduces(family, layer)

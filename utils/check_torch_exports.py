@@ -69,6 +69,22 @@ def layer_of(location):
     return match.group(1) if match else None
 
 
+def collectives_per_layer(report, layer_of):
+    """The forward collectives over tp of a `--report --bucket-mb 0`, by
+    the layer `layer_of` finds in each one's location: a Counter of
+    all-reduces and {layer: ["<kind> at <location>", ...]} of the others."""
+    reduces, others = collections.Counter(), collections.defaultdict(list)
+    for kind, location in re.findall(r"^  (\w+) over tp: .*\(\"(.*)\"\)$", report, re.M):
+        layer = layer_of(location)
+        if layer is None:
+            continue
+        if kind == "all_reduce":
+            reduces[layer] += 1
+        else:
+            others[layer].append(f"{kind} at {location}")
+    return reduces, others
+
+
 def check_report(report, weights, layers):
     """Problems with a tp report: replicated projections, layers without
     exactly 2 all-reduces, other collectives in layers."""
@@ -78,15 +94,8 @@ def check_report(report, weights, layers):
     for name in names:
         if name in weights:
             problems.append(f"projection '{name}' is replicated")
-    reduces, others = collections.Counter(), []
-    for kind, location in re.findall(r"^  (\w+) over tp: .*\(\"(.*)\"\)$", report, re.M):
-        layer = layer_of(location)
-        if layer is None:
-            continue
-        if kind == "all_reduce":
-            reduces[layer] += 1
-        else:
-            others.append(f"{kind} at {location}")
+    reduces, others_by_layer = collectives_per_layer(report, layer_of)
+    others = [other for found in others_by_layer.values() for other in found]
     for layer in layers:
         if reduces[layer] != 2:
             problems.append(f"{layer}: {reduces[layer]} all-reduces, not 2")

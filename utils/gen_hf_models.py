@@ -1,4 +1,4 @@
-#!build/hf-venv/bin/python
+#!/usr/bin/env python3
 """Exports tiny Hugging Face `transformers` models to ONNX the way a user
 exports a checkpoint: the library's own modeling code (transformers 4.45.2,
 eager attention, no KV cache) through `torch.onnx.export` at opset 14 with
@@ -6,8 +6,6 @@ the default constant folding. Run it with the virtual environment that
 `make hf-venv` creates (Debian's torch 1.13 plus transformers 4.45.2):
 
     build/hf-venv/bin/python utils/gen_hf_models.py --model llama -o /tmp/llama.onnx
-
-(the shebang names that interpreter relative to the checkout's root).
 
 Every family has the same tiny shape: vocabulary 256 (the bundled byte-level
 token file), hidden size 64, 4 attention heads, 2 layers, feed-forward 128

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 # Importing a sibling script would leave a bytecode cache in utils/: runs
 # write nothing into the repo.
 sys.dont_write_bytecode = True
+from gen_op_models import write_reference  # noqa: E402
 from gen_torch_models import causal_self_attention  # noqa: E402
 
 
@@ -156,23 +157,6 @@ def main():
     if args.reference:
         write_reference(model, tokens, args.reference)
     return 0
-
-
-def write_reference(model, tokens, stem):
-    import numpy as np
-    labels = torch.roll(tokens, -1, 1)
-    labels[:, -1] = -100
-    model = model.double()
-    logits, aux = model(tokens)
-    loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(),
-                           ignore_index=-100) + aux
-    loss.backward()
-    arrays = {"input_ids": tokens.numpy(), "labels": labels.numpy(),
-              "loss": loss.detach().numpy()}
-    for name, parameter in model.named_parameters():
-        arrays[name] = parameter.detach().float().numpy()
-        arrays["grad:" + name] = parameter.grad.numpy()
-    np.savez(stem + ".npz", **arrays)
 
 
 if __name__ == "__main__":

@@ -137,19 +137,30 @@ def main():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (ids,), args.output + ".onnx", opset_version=16,
                           input_names=["input_ids"], output_names=["logits"])
+    write_reference(model, ids, args.output)
+    return 0
+
+
+def write_reference(model, ids, stem):
+    """STEM.npz: the float weights, the token ids, labels (the next token,
+    -100 at the end), and PyTorch's loss and every parameter's gradient in
+    float64. The loss is the mean cross-entropy of the model's logits, plus
+    its second output when it returns one (an auxiliary loss, added as
+    Weft's training step adds it)."""
     labels = torch.roll(ids, -1, 1)
     labels[:, -1] = -100
     model = model.double()
-    loss = F.cross_entropy(model(ids).flatten(0, 1), labels.flatten(),
-                           ignore_index=-100)
+    outputs = model(ids)
+    logits, extra = outputs if isinstance(outputs, tuple) else (outputs, 0)
+    loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(),
+                           ignore_index=-100) + extra
     loss.backward()
     arrays = {"input_ids": ids.numpy(), "labels": labels.numpy(),
               "loss": loss.detach().numpy()}
     for name, parameter in model.named_parameters():
         arrays[name] = parameter.detach().float().numpy()
         arrays["grad:" + name] = parameter.grad.numpy()
-    np.savez(args.output + ".npz", **arrays)
-    return 0
+    np.savez(stem + ".npz", **arrays)
 
 
 if __name__ == "__main__":
