@@ -208,7 +208,7 @@ std::string indexEntries(const World &world,
   for (const CheckpointTensor &tensor : tensors) {
     const weft_buffer_info *info = tensor.info;
     const std::vector<int64_t> &held = holders.at(info->name);
-    if (held.front() != world.rank)
+    if (held.empty() || held.front() != world.rank)
       continue;
     ShardSpec spec = bufferSpec(info);
     out << ",\n    " << jsonQuote(info->name) << ": {\"role\": \""
@@ -383,7 +383,8 @@ bool sealIndex(std::string &index) {
 bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
                     const World &world, Communicator &everyone,
                     const std::vector<CheckpointTensor> &tensors,
-                    std::string &error) {
+                    std::string &error,
+                    const std::function<bool(int64_t rank)> &from) {
   std::string name = stepName(state.step);
   fs::path temp = fs::path(dir) / ("." + name + ".tmp");
   fs::path final = fs::path(dir) / name;
@@ -400,6 +401,11 @@ bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
   if (!allAgree(everyone, !ec))
     return false;
   Holders holders = gatherHolders(everyone, tensors);
+  if (from)
+    for (auto &[tensor, ranks] : holders)
+      ranks.erase(std::remove_if(ranks.begin(), ranks.end(),
+                                 [&](int64_t rank) { return !from(rank); }),
+                  ranks.end());
   FileDigest digest;
   bool ok = writeRankFile((temp / rankFile(world.rank)).string(), world,
                           tensors, holders, digest, error);

@@ -206,6 +206,8 @@ int main(int argc, char **argv) {
              "instead of the weights file)\n"
              "         [--ckpt-dir DIR [--save-every N] [--resume]] "
              "[--resume-from CHECKPOINT] [--peak-tflops X] [--trace FILE]\n"
+             "         [--save-replicas]   (weftc --dp-sync: each checkpoint "
+             "also keeps every replica's model before the average)\n"
              "         (a model compiled with weftc --train)\n"
              "       %s --print-manifest   (its buffers and mesh, as JSON; "
              "of pp rank 0 in a pipeline)\n",
@@ -249,6 +251,8 @@ int main(int argc, char **argv) {
       training.resumeFrom = value("--resume-from");
     } else if (arg == "--resume") {
       training.resume = true;
+    } else if (arg == "--save-replicas") {
+      training.saveReplicas = true;
     } else if (is("--trace")) {
       training.trace = value("--trace");
       if (training.trace.empty())

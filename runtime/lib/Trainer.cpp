@@ -41,8 +41,6 @@
 namespace weft::runtime {
 namespace {
 
-/// The model's depth for --init-seed's residual scaling: one more than the
-/// largest layer index in a param name ("h.11.attn...", "layers.3...").
 /// Local SGD's average: each tensor the replicas hold summed over them and
 /// divided by their number (float tensors; the others never differ).
 void averageReplicas(Communicator &replicas,
@@ -66,6 +64,8 @@ void averageReplicas(Communicator &replicas,
   }
 }
 
+/// The model's depth for --init-seed's residual scaling: one more than the
+/// largest layer index in a param name ("h.11.attn...", "layers.3...").
 int64_t countLayers(const std::map<std::string, size_t> &params) {
   int64_t layers = 1;
   for (auto &[name, i] : params)
@@ -337,6 +337,11 @@ int train(weft_model *model, void (*entry)(void **), World &world,
                             "one model");
     replicas = &world.group(options.averageAxes);
   }
+  if (options.saveReplicas && (!replicas || options.checkpointDir.empty()))
+    return fail(rank, replicas ? "--save-replicas needs --ckpt-dir DIR"
+                               : "--save-replicas keeps each local-SGD "
+                                 "replica's model, and this model's replicas "
+                                 "never step alone (weftc --dp-sync every=K)");
   int64_t firstStep = 1;
   uint64_t seed = options.seed;
   std::unique_ptr<Communicator> everyone;
@@ -394,12 +399,22 @@ int train(weft_model *model, void (*entry)(void **), World &world,
   }
   if (!options.trace.empty())
     trace::enable();
-  auto save = [&](int64_t step) {
+  auto save = [&](const std::string &dir, int64_t step,
+                  const std::function<bool(int64_t)> &from = nullptr) {
     std::string message;
-    if (!saveCheckpoint(options.checkpointDir, {step, seed}, world, *everyone,
-                        checkpointed, message))
+    if (!saveCheckpoint(dir, {step, seed}, world, *everyone, checkpointed,
+                        message, from))
       return message.empty() ? kExitPeerFailed : fail(rank, message);
     return 0;
+  };
+  // Replica R's ranks: those at position R along the averaged axes.
+  auto replicaOf = [&](int64_t r) {
+    std::vector<int64_t> coordinates = mesh.coordinates(r);
+    int64_t position = 0;
+    for (size_t axis = 0; axis < coordinates.size(); ++axis)
+      if (options.averageAxes >> axis & 1)
+        position = position * mesh.sizes[axis] + coordinates[axis];
+    return position;
   };
 
   std::vector<int64_t> ids(batch * seq), labels(batch * seq);
@@ -537,6 +552,17 @@ int train(weft_model *model, void (*entry)(void **), World &world,
     for (auto [out, target] : feedback)
       memcpy(weft_model_data(model, target), weft_model_output(model, out),
              weft_model_buffer(model, out)->local_bytes);
+    // Only a run given a directory saves (a trace needs the communicator
+    // too, not a checkpoint).
+    bool saves = !options.checkpointDir.empty() &&
+                 ((options.saveEvery && step % options.saveEvery == 0) ||
+                  step == options.steps);
+    if (saves && options.saveReplicas)
+      for (int64_t r = 0; r < replicas->size(); ++r)
+        if (int status = save(
+                options.checkpointDir + "/replica-" + std::to_string(r), step,
+                [&](int64_t other) { return replicaOf(other) == r; }))
+          return status;
     if (replicas &&
         (step % options.averageEvery == 0 || step == options.steps)) {
       double averageStart = trace::now();
@@ -544,12 +570,8 @@ int train(weft_model *model, void (*entry)(void **), World &world,
       trace::record(trace::Kind::Collective, averageStart, trace::now(),
                     int64_t(CollectiveKind::AllReduce), 0);
     }
-    // Only a run given a directory saves (a trace needs the communicator
-    // too, not a checkpoint).
-    if (!options.checkpointDir.empty() &&
-        ((options.saveEvery && step % options.saveEvery == 0) ||
-         step == options.steps))
-      if (int status = save(step))
+    if (saves)
+      if (int status = save(options.checkpointDir, step))
         return status;
     if (rank != 0)
       continue;

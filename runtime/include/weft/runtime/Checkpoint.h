@@ -29,6 +29,7 @@
 #include "weft/runtime/Collectives.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,11 +50,13 @@ struct CheckpointState {
 /// Saves `tensors` as `<dir>/step-NNNNNNN`. Collective: every rank of
 /// `everyone` calls it; all of them fail or none does. `error` says why on
 /// the ranks that failed, and is empty on those that stopped only because
-/// another did.
+/// another did. `from`, when given, picks the ranks whose copies are
+/// stored: one local-SGD replica's model, before the replicas average.
 bool saveCheckpoint(const std::string &dir, const CheckpointState &state,
                     const World &world, Communicator &everyone,
                     const std::vector<CheckpointTensor> &tensors,
-                    std::string &error);
+                    std::string &error,
+                    const std::function<bool(int64_t rank)> &from = nullptr);
 
 /// CRC-32 (zlib's) of `size` bytes, continued from `crc`: the checksum the
 /// index records of each rank file.

@@ -40,6 +40,10 @@ struct TrainOptions {
   /// last (1: never; the step sums the gradients).
   int64_t averageEvery = 1;
   int64_t averageAxes = 0;
+  /// Each checkpoint of such a run also keeps every replica's own model,
+  /// before the average, as `<checkpointDir>/replica-R/step-NNNNNNN` (R:
+  /// the replica's position along the averaged axes, row-major).
+  bool saveReplicas = false;
 };
 
 /// Runs `options.steps` training steps of `model` (compiled with
