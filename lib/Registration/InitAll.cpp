@@ -26,6 +26,7 @@ void weft::registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   weft::registerShardBufferizationModels(registry);
+  weft::registerWeftBufferizationModels(registry);
   // gpu-module-to-binary translates kernels to LLVM IR within a pass.
   mlir::registerAllToLLVMIRTranslations(registry);
 }

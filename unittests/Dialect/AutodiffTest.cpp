@@ -270,6 +270,21 @@ func.func @f(%data: tensor<2x5x3xf64> {weft.param = "data"}, %ids: tensor<2x2xi6
   return %0, %1 : tensor<2x2x2x3xf64>, tensor<2x5xf64>
 })",
      -1, 1, 3},
+    // Ids drawn in [0, 5): id 4 is outside the 4 rows and adds nothing.
+    {"scatter_add", R"(
+func.func @f(%u: tensor<2x3x2xf64> {weft.param = "u"}, %ids: tensor<2x3xi64> {weft.input = "ids"}) -> tensor<4x2xf64> {
+  %0 = weft.scatter_add %u, %ids : tensor<2x3x2xf64>, tensor<2x3xi64> -> tensor<4x2xf64>
+  return %0 : tensor<4x2xf64>
+})",
+     -1, 1, 5},
+    // Labels drawn in [0, 5): label 4 is the ignored one. Both results are
+    // differentiated (the log-sum-exp's own rule too).
+    {"softmax_cross_entropy", R"(
+func.func @f(%x: tensor<2x3x5xf64> {weft.param = "x"}, %labels: tensor<2x3xi64> {weft.input = "labels"}) -> (tensor<2x3xf64>, tensor<2x3xf64>) {
+  %loss, %lse = weft.softmax_cross_entropy %x, %labels <{ignore_index = 4 : i64}> : tensor<2x3x5xf64>, tensor<2x3xi64> -> tensor<2x3xf64>
+  return %loss, %lse : tensor<2x3xf64>, tensor<2x3xf64>
+})",
+     -2, 2, 5},
     {"extrema_trilu", R"(
 func.func @f(%a: tensor<3x4xf64> {weft.param = "a"}) -> (tensor<3xf64>, tensor<1x4xf64>, tensor<3x4xf64>, tensor<3x4xf64>) {
   %0 = weft.reduce_max %a <{axes = array<i64: 1>}> : tensor<3x4xf64>

@@ -24,6 +24,10 @@ namespace weft {
 /// runtime (see convert-shard-to-weft-runtime).
 void registerShardBufferizationModels(mlir::DialectRegistry &registry);
 
+/// Registers how the weft ops that survive convert-weft-to-linalg bufferize
+/// (weft.scatter_add: atomic adds into a zeroed table).
+void registerWeftBufferizationModels(mlir::DialectRegistry &registry);
+
 } // namespace weft
 
 #endif // WEFT_CONVERSION_PASSES_H

@@ -824,6 +824,152 @@ Values lowerLogSoftmax(LogSoftmaxOp op, ValueRange operands,
                      static_cast<int64_t>(op.getAxis()), true));
 }
 
+/// Cross-entropy's logits as rows [positions, classes] and its labels as
+/// [positions].
+std::pair<Value, Value> crossEntropyRows(OpBuilder &b, Location loc,
+                                         Value logits, Value labels) {
+  RankedTensorType type = typeOf(logits);
+  int64_t classes = type.getShape().back();
+  int64_t positions = type.getNumElements() / std::max<int64_t>(classes, 1);
+  Value rows = reshapeTo(
+      b, loc, logits,
+      RankedTensorType::get({positions, classes}, type.getElementType()));
+  Value flat = reshapeTo(
+      b, loc, labels,
+      RankedTensorType::get({positions}, typeOf(labels).getElementType()));
+  return {rows, flat};
+}
+
+/// Whether `label` (an integer scalar) is `ignoreIndex`.
+Value isIgnored(OpBuilder &b, Location loc, Value label, int64_t ignoreIndex) {
+  return arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq, label,
+      scalarConstant(b, loc, label.getType(), double(ignoreIndex)));
+}
+
+Value expF32(OpBuilder &b, Location loc, Value x) {
+  return mathInF32(b, loc, x, [](OpBuilder &b, Location loc, Value v) {
+    return Value(math::ExpOp::create(b, loc, v));
+  });
+}
+
+/// One generic over the positions whose body makes the passes over its row
+/// of logits (max, then the sum of exponentials in f32) and reads the
+/// label's logit: loss = lse - logit[label] (0 where ignored) and lse.
+Values lowerSoftmaxCrossEntropy(SoftmaxCrossEntropyOp op, ValueRange operands,
+                                ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value rows, labels;
+  std::tie(rows, labels) = crossEntropyRows(b, loc, operands[0], operands[1]);
+  RankedTensorType rowsType = typeOf(rows);
+  int64_t positions = rowsType.getDimSize(0), classes = rowsType.getDimSize(1);
+  Type element = rowsType.getElementType();
+  Type f32 = b.getF32Type();
+  auto perPosition = RankedTensorType::get({positions}, element);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
+  int64_t ignoreIndex = op.getIgnoreIndex();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{perPosition, perPosition}, ValueRange{labels},
+      ValueRange{emptyTensor(b, loc, perPosition),
+                 emptyTensor(b, loc, perPosition)},
+      SmallVector<AffineMap>(3, identity), iterators(1),
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        Value row = linalg::IndexOp::create(b, loc, 0);
+        auto logitAt = [&](OpBuilder &b, Location loc, Value j) {
+          return castScalar(
+              b, loc,
+              tensor::ExtractOp::create(b, loc, rows, ValueRange{row, j}), f32);
+        };
+        Value max = loopOverRow(
+            b, loc, classes, {scalarConstant(b, loc, f32, -INFINITY)},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+              return SmallVector<Value>{reassociable(arith::MaxNumFOp::create(
+                  b, loc, acc[0], logitAt(b, loc, j)))};
+            })[0];
+        Value sum = loopOverRow(
+            b, loc, classes, {scalarConstant(b, loc, f32, 0)},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+              Value shifted =
+                  arith::SubFOp::create(b, loc, logitAt(b, loc, j), max);
+              return SmallVector<Value>{reassociable(arith::AddFOp::create(
+                  b, loc, acc[0], expF32(b, loc, shifted)))};
+            })[0];
+        Value lse = arith::AddFOp::create(b, loc, max,
+                                          math::LogOp::create(b, loc, sum));
+        // An ignored (or out-of-range) label reads class 0, and is zeroed.
+        Value label = args[0];
+        Value ignored = isIgnored(b, loc, label, ignoreIndex);
+        Value index =
+            arith::IndexCastOp::create(b, loc, b.getIndexType(), label);
+        Value atLeastZero =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, index,
+                                  arith::ConstantIndexOp::create(b, loc, 0));
+        Value belowClasses = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::slt, index,
+            arith::ConstantIndexOp::create(b, loc, classes));
+        Value valid = arith::AndIOp::create(b, loc, atLeastZero, belowClasses);
+        Value safe = arith::SelectOp::create(
+            b, loc, valid, index, arith::ConstantIndexOp::create(b, loc, 0));
+        Value loss = arith::SelectOp::create(
+            b, loc, ignored, scalarConstant(b, loc, f32, 0),
+            arith::SubFOp::create(b, loc, lse, logitAt(b, loc, safe)));
+        linalg::YieldOp::create(b, loc,
+                                ValueRange{castScalar(b, loc, loss, element),
+                                           castScalar(b, loc, lse, element)});
+      });
+  RankedTensorType resultType = op.getLoss().getType();
+  return SmallVector<Value>{
+      reshapeTo(b, loc, generic.getResult(0), resultType),
+      reshapeTo(b, loc, generic.getResult(1), resultType)};
+}
+
+/// One elementwise generic over the logits, written over them (in place
+/// where nothing else reads them): (exp(x - lse) - [j == label]) * grad.
+Values lowerSoftmaxCrossEntropyGrad(SoftmaxCrossEntropyGradOp op,
+                                    ValueRange operands,
+                                    ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value rows, labels;
+  std::tie(rows, labels) = crossEntropyRows(b, loc, operands[0], operands[1]);
+  RankedTensorType rowsType = typeOf(rows);
+  int64_t positions = rowsType.getDimSize(0);
+  Type element = rowsType.getElementType();
+  Type f32 = b.getF32Type();
+  auto perPosition = RankedTensorType::get({positions}, element);
+  Value lse = reshapeTo(b, loc, operands[2], perPosition);
+  Value grad = reshapeTo(b, loc, operands[3], perPosition);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  int64_t ignoreIndex = op.getIgnoreIndex();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{rowsType}, ValueRange{labels, lse, grad},
+      ValueRange{rows}, SmallVector<AffineMap>{row, row, row, identity},
+      iterators(2), [&](OpBuilder &b, Location loc, ValueRange args) {
+        Value label = args[0];
+        Value x = castScalar(b, loc, args[3], f32);
+        Value p = expF32(
+            b, loc,
+            arith::SubFOp::create(b, loc, x, castScalar(b, loc, args[1], f32)));
+        Value j = arith::IndexCastOp::create(
+            b, loc, label.getType(), linalg::IndexOp::create(b, loc, 1));
+        Value hit =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, j, label);
+        Value target =
+            arith::SelectOp::create(b, loc, hit, scalarConstant(b, loc, f32, 1),
+                                    scalarConstant(b, loc, f32, 0));
+        Value y = arith::MulFOp::create(
+            b, loc, arith::SubFOp::create(b, loc, p, target),
+            castScalar(b, loc, args[2], f32));
+        y = arith::SelectOp::create(b, loc,
+                                    isIgnored(b, loc, label, ignoreIndex),
+                                    scalarConstant(b, loc, f32, 0), y);
+        linalg::YieldOp::create(b, loc, castScalar(b, loc, y, element));
+      });
+  return one(reshapeTo(b, loc, generic.getResult(0), op.getType()));
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
@@ -1322,6 +1468,8 @@ struct ConvertWeftToLinalgPass
     add<ReduceProdOp>(patterns, lowerReduce<ReduceProdOp>);
     add<SoftmaxOp>(patterns, lowerSoftmax);
     add<LogSoftmaxOp>(patterns, lowerLogSoftmax);
+    add<SoftmaxCrossEntropyOp>(patterns, lowerSoftmaxCrossEntropy);
+    add<SoftmaxCrossEntropyGradOp>(patterns, lowerSoftmaxCrossEntropyGrad);
     add<LayerNormOp>(patterns, lowerLayerNorm);
     add<RmsNormOp>(patterns, lowerRmsNorm);
     add<AttentionOp>(patterns, lowerAttention);
@@ -1365,6 +1513,9 @@ struct ConvertWeftToLinalgPass
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<WeftDialect>();
+    // Bufferized as atomic adds (its BufferizableOpInterface): a scatter has
+    // no form as a linalg op on tensors.
+    target.addLegalOp<ScatterAddOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, scf::SCFDialect,
                            tensor::TensorDialect, func::FuncDialect>();

@@ -65,6 +65,36 @@ struct WeftSerializeInnerLoopPass
 
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
+    // A nest that adds into memory atomically (weft.scatter_add's) runs
+    // sequentially with plain adds: the sum's order is then the program's,
+    // so a run repeats bit for bit.
+    SmallVector<scf::ParallelOp> atomic;
+    getOperation()->walk([&](scf::ParallelOp loop) {
+      if (!loop->getParentOfType<scf::ParallelOp>() &&
+          loop->walk(
+                  [](memref::AtomicRMWOp) { return WalkResult::interrupt(); })
+              .wasInterrupted())
+        atomic.push_back(loop);
+    });
+    for (scf::ParallelOp loop : atomic)
+      serialize(rewriter, loop, 0);
+    SmallVector<memref::AtomicRMWOp> adds;
+    getOperation()->walk([&](memref::AtomicRMWOp add) {
+      if (add.getKind() == arith::AtomicRMWKind::addf &&
+          !add->getParentOfType<scf::ParallelOp>())
+        adds.push_back(add);
+    });
+    for (memref::AtomicRMWOp add : adds) {
+      rewriter.setInsertionPoint(add);
+      Value old = memref::LoadOp::create(rewriter, add.getLoc(),
+                                         add.getMemref(), add.getIndices());
+      Value sum =
+          arith::AddFOp::create(rewriter, add.getLoc(), old, add.getValue());
+      memref::StoreOp::create(rewriter, add.getLoc(), sum, add.getMemref(),
+                              add.getIndices());
+      rewriter.replaceOp(add, old);
+    }
+
     // A nest with little work runs sequentially: a parallel region's
     // fork and join would cost more than the loop.
     SmallVector<scf::ParallelOp> small;

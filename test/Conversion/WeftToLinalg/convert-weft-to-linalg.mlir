@@ -137,6 +137,46 @@ func.func @reshape(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
 
 // -----
 
+// Cross-entropy: one generic over the positions; its body makes the max and
+// sum-of-exponentials passes over the row and reads the label's logit (the
+// label clamped into range, the loss zeroed where ignored).
+// CHECK-LABEL: func.func @softmax_cross_entropy
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]
+// CHECK: scf.for
+// CHECK: arith.maxnumf
+// CHECK: scf.for
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: arith.cmpi eq, %{{.*}}, %c-100_i64
+// CHECK: tensor.extract
+// CHECK: arith.select
+// CHECK: linalg.yield
+// CHECK-NOT: linalg.generic
+func.func @softmax_cross_entropy(%x: tensor<2x3x8xf32>, %labels: tensor<2x3xi64>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  %loss, %lse = weft.softmax_cross_entropy %x, %labels <{ignore_index = -100 : i64}> : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<2x3xf32>
+  return %loss, %lse : tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Its gradient: one elementwise generic over the logits, written into them.
+// CHECK-LABEL: func.func @softmax_cross_entropy_grad
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x8xf32>,
+// CHECK: tensor.collapse_shape %[[X]]
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}} outs(%[[ROWS]] : tensor<6x8xf32>)
+// CHECK: math.exp
+// CHECK: linalg.index 1
+// CHECK: arith.select
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @softmax_cross_entropy_grad(%x: tensor<2x3x8xf32>, %labels: tensor<2x3xi64>, %lse: tensor<2x3xf32>, %g: tensor<2x3xf32>) -> tensor<2x3x8xf32> {
+  %0 = weft.softmax_cross_entropy_grad %x, %labels, %lse, %g <{ignore_index = -100 : i64}> : tensor<2x3x8xf32>, tensor<2x3xi64>, tensor<2x3xf32>
+  return %0 : tensor<2x3x8xf32>
+}
+
+// -----
+
 // A gather reads the table with tensor.extract at the (wrapped) index.
 // CHECK-LABEL: func.func @gather
 // CHECK: arith.index_cast

@@ -11,13 +11,18 @@
 // lr, Adam's bias corrections and the moments, and returns the loss, the
 // gradient norm, the new parameters and the new moments. Its contraction
 // FLOPs are recorded for MFU: 2 * 6 rows * 4 * 5 = 240 each for the
-// linear, its two gradient products and the embedding's one-hot gradient. The loss and gradient function stays beside it.
+// linear and its two gradient products (the embedding's gradient is a
+// scatter-add, no contraction). The loss is one fused cross-entropy, and
+// the embedding's gradient adds rows at the token ids. The loss and
+// gradient function stays beside it.
 // CHECK-LABEL: func.func @train_loss_grad
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: (%arg0: tensor<2x3xi64> {weft.input = "input_ids"}, %arg1: tensor<5x4xf32> {weft.param = "emb"}, %arg2: tensor<4x5xf32> {weft.param = "w"}, %arg3: tensor<2x3xi64> {weft.input = "labels"}, %arg4: tensor<f32> {weft.input = "lr"}, %arg5: tensor<f32> {weft.input = "bias1"}, %arg6: tensor<f32> {weft.input = "bias2"}, %arg7: tensor<5x4xf32> {weft.state = "m:emb"}, %arg8: tensor<4x5xf32> {weft.state = "m:w"}, %arg9: tensor<5x4xf32> {weft.state = "v:emb"}, %arg10: tensor<4x5xf32> {weft.state = "v:w"})
-// CHECK-SAME: weft.optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, flops = 960 : i64, name = "adamw", tokens = "input_ids", vocab = 5 : i64}
+// CHECK-SAME: weft.optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, flops = 720 : i64, name = "adamw", tokens = "input_ids", vocab = 5 : i64}
 // CHECK-SAME: weft.outputs = ["loss", "grad_norm", "param:emb", "param:w", "state:m:emb", "state:m:w", "state:v:emb", "state:v:w"]
-// CHECK: weft.log_softmax
+// CHECK: weft.softmax_cross_entropy
+// CHECK: weft.softmax_cross_entropy_grad
+// CHECK: weft.scatter_add {{.*}} -> tensor<5x4xf32>
 // CHECK: weft.sqrt
 
 // With two micro-batches the inputs gain a leading dim; each micro-batch is
@@ -27,11 +32,11 @@
 // ACCUM-SAME: (%arg0: tensor<2x2x3xi64> {weft.batch_dim = 1 : i64, weft.input = "input_ids"}
 // ACCUM-SAME: %arg3: tensor<2x2x3xi64> {weft.batch_dim = 1 : i64, weft.input = "labels"}
 // ACCUM-SAME: weft.microbatches = 2 : i64
-// ACCUM-SAME: flops = 1920 : i64
+// ACCUM-SAME: flops = 1440 : i64
 // ACCUM: weft.slice %arg0 <{offsets = array<i64: 0, 0, 0>, sizes = array<i64: 1, 2, 3>{{.*}}weft.microbatch = 0 : i64, weft.phase = "forward"
-// ACCUM: weft.log_softmax
+// ACCUM: weft.softmax_cross_entropy
 // ACCUM: weft.slice %arg0 <{offsets = array<i64: 1, 0, 0>, sizes = array<i64: 1, 2, 3>{{.*}}weft.microbatch = 1 : i64, weft.phase = "forward"
-// ACCUM: weft.log_softmax
+// ACCUM: weft.softmax_cross_entropy
 // ACCUM: %[[HALF:.*]] = weft.constant {weft.microbatch = 1 : i64, weft.phase = "update"} dense<5.000000e-01> : tensor<f32>
 // ACCUM: weft.mul %{{.*}}, %[[HALF]]
 // ACCUM: weft.sqrt
@@ -45,7 +50,7 @@
 // BF16: %[[W:.*]] = weft.cast %arg2 : tensor<4x5xf32> to tensor<4x5xbf16>
 // BF16: %[[Y:.*]] = weft.linear %[[X]], %[[W]] : tensor<2x3x4xbf16>, tensor<4x5xbf16>
 // BF16: weft.cast %[[Y]] : tensor<2x3x5xbf16> to tensor<2x3x5xf32>
-// BF16: weft.log_softmax
+// BF16: weft.softmax_cross_entropy
 
 // SGD keeps one momentum buffer per parameter and has no bias corrections.
 // SGD-LABEL: func.func @train_step
@@ -103,7 +108,8 @@ func.func @main(%ids: tensor<1x4xi64> {weft.input = "input_ids"}, %emb: tensor<6
 // loss) is added to the cross-entropy.
 // CHECK-LABEL: func.func @train_loss_grad(%arg0: tensor<2x3xi64> {weft.input = "input_ids"}, %arg1: tensor<5x4xf32> {weft.param = "emb"}, %arg2: tensor<4x5xf32> {weft.param = "w"}, %arg3: tensor<f32> {weft.param = "aux_scale"}
 // CHECK: %[[AUX:.*]] = weft.mul %arg3, %arg3 : tensor<f32>, tensor<f32>
-// CHECK: %[[CE:.*]] = weft.neg
+// CHECK: weft.softmax_cross_entropy
+// CHECK: %[[CE:.*]] = weft.div
 // CHECK-NEXT: %[[LOSS:.*]] = weft.add %[[CE]], %[[AUX]] : tensor<f32>, tensor<f32>
 // CHECK: return %[[LOSS]],
 func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5x4xf32> {weft.param = "emb"}, %w: tensor<4x5xf32> {weft.param = "w"}, %s: tensor<f32> {weft.param = "aux_scale"}) -> (tensor<2x3x5xf32>, tensor<f32>) attributes {weft.outputs = ["logits", "aux_loss"]} {

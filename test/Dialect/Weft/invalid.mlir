@@ -500,3 +500,27 @@ func.func @outputs_not_strings(%w: tensor<4xf32>) -> tensor<4xf32> attributes {w
 
 // expected-error @+1 {{'weft.context_attention' must be "ring", "ring-contiguous" or "all-to-all" on a shard.grid}}
 shard.grid @mesh(shape = 2) {weft.axis_names = ["cp"], weft.context_axis = "cp", weft.context_attention = "zigzag"}
+
+// -----
+
+func.func @scatter_add_shape(%u: tensor<16x32xf32>, %ids: tensor<16xi64>) {
+  // expected-error @+1 {{'weft.scatter_add' op updates 'tensor<16x32xf32>' must be shaped as the indices 'tensor<16xi64>' followed by the result's row 'tensor<256x64xf32>' without its first dim}}
+  %0 = weft.scatter_add %u, %ids : tensor<16x32xf32>, tensor<16xi64> -> tensor<256x64xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels(%x: tensor<2x16x64xf32>, %labels: tensor<2x8xi64>) {
+  // expected-error @+1 {{'weft.softmax_cross_entropy' op labels 'tensor<2x8xi64>' must be shaped as the logits 'tensor<2x16x64xf32>' without their class dim}}
+  %0:2 = weft.softmax_cross_entropy %x, %labels <{ignore_index = -100 : i64}> : tensor<2x16x64xf32>, tensor<2x8xi64> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_lse(%x: tensor<2x16x64xf32>, %labels: tensor<2x16xi64>, %lse: tensor<2x64xf32>) {
+  // expected-error @+1 {{'weft.softmax_cross_entropy_grad' op per-position results 'tensor<2x64xf32>' must be 'tensor<2x16xf32>'}}
+  %0 = weft.softmax_cross_entropy_grad %x, %labels, %lse, %lse <{ignore_index = -100 : i64}> : tensor<2x16x64xf32>, tensor<2x16xi64>, tensor<2x64xf32>
+  return
+}

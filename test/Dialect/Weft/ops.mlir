@@ -143,6 +143,16 @@ func.func @attention_grad(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x16x32xf32>,
   return
 }
 
+// CHECK-LABEL: func.func @cross_entropy
+func.func @cross_entropy(%logits: tensor<2x16x64xf32>, %labels: tensor<2x16xi64>)
+    -> (tensor<2x16xf32>, tensor<2x16x64xf32>) {
+  // CHECK: weft.softmax_cross_entropy %{{.*}}, %{{.*}} <{ignore_index = -100 : i64}> : tensor<2x16x64xf32>, tensor<2x16xi64> -> tensor<2x16xf32>
+  %loss, %lse = weft.softmax_cross_entropy %logits, %labels <{ignore_index = -100 : i64}> : tensor<2x16x64xf32>, tensor<2x16xi64> -> tensor<2x16xf32>
+  // CHECK: weft.softmax_cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} <{ignore_index = -100 : i64}> : tensor<2x16x64xf32>, tensor<2x16xi64>, tensor<2x16xf32>
+  %grad = weft.softmax_cross_entropy_grad %logits, %labels, %lse, %loss <{ignore_index = -100 : i64}> : tensor<2x16x64xf32>, tensor<2x16xi64>, tensor<2x16xf32>
+  return %loss, %grad : tensor<2x16xf32>, tensor<2x16x64xf32>
+}
+
 // CHECK-LABEL: func.func @data_movement
 func.func @data_movement(%x: tensor<2x16x64xf32>, %ids: tensor<1x16xi64>,
                          %table: tensor<256x64xf32>, %s: tensor<1x64xf32>) {
@@ -152,6 +162,8 @@ func.func @data_movement(%x: tensor<2x16x64xf32>, %ids: tensor<1x16xi64>,
   %r = weft.range {start = 0 : i64, step = 1 : i64} : tensor<16xi64>
   // CHECK: weft.gather %{{.*}}, %{{.*}} <{axis = 0 : i64}> : tensor<256x64xf32>, tensor<1x16xi64>
   %0 = weft.gather %table, %ids <{axis = 0}> : tensor<256x64xf32>, tensor<1x16xi64>
+  // CHECK: weft.scatter_add %{{.*}}, %{{.*}} : tensor<1x16x64xf32>, tensor<1x16xi64> -> tensor<256x64xf32>
+  %s0 = weft.scatter_add %0, %ids : tensor<1x16x64xf32>, tensor<1x16xi64> -> tensor<256x64xf32>
   // CHECK: weft.reshape %{{.*}} : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
   %1 = weft.reshape %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
   // CHECK: weft.transpose %{{.*}} <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<2x16x4x16xf32>

@@ -75,14 +75,20 @@ def WeftSerializeInnerLoop : Pass<"weft-serialize-inner-loop"> {
 
     A nest with fewer than `min-parallel-work` innermost iterations in all
     (static bounds) becomes sequential entirely: forking and joining a
-    parallel region would cost more than the loop.
+    parallel region would cost more than the loop. So does a nest that adds
+    into memory atomically (`memref.atomic_rmw addf`, as `weft.scatter_add`
+    bufferizes), its atomic adds becoming a load, an add and a store: the
+    sums then run in program order, and a training run repeats bit for bit.
   }];
   let options = [
     Option<"minParallelWork", "min-parallel-work", "int64_t",
            /*default=*/"32768",
            "Iterations below which a loop nest stays sequential">
   ];
-  let dependentDialects = ["::mlir::scf::SCFDialect"];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
 }
 
 #endif // WEFT_TARGET_CPU_PASSES_TD

@@ -704,6 +704,36 @@ LogicalResult AttentionOp::buildAdjoints(OpBuilder &b,
   return success();
 }
 
+LogicalResult
+SoftmaxCrossEntropyOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &grads) {
+  Adjoints a(b, *this, grads);
+  RankedTensorType logits = getLogits().getType();
+  if (resultGrads[0])
+    grads[0] = SoftmaxCrossEntropyGradOp::create(
+        b, a.loc, logits, getLogits(), getLabels(), getLogSumExp(),
+        resultGrads[0], getIgnoreIndexAttr());
+  // The log-sum-exp's own adjoint (the training step never reads it):
+  // d lse / d logits is the softmax.
+  if (resultGrads[1]) {
+    int64_t last = logits.getRank() - 1;
+    SmallVector<int64_t> kept(logits.getShape());
+    kept.back() = 1;
+    Value spread = a.mul(
+        SoftmaxOp::create(b, a.loc, getLogits(), b.getI64IntegerAttr(last)),
+        a.reshape(resultGrads[1], kept));
+    grads[0] = grads[0] ? a.add(grads[0], spread) : spread;
+  }
+  return success();
+}
+
+LogicalResult
+SoftmaxCrossEntropyGradOp::buildAdjoints(OpBuilder &, ArrayRef<Value>,
+                                         SmallVectorImpl<Value> &) {
+  return emitError("autodiff: weft.softmax_cross_entropy_grad has no gradient "
+                   "rule (no second derivative of the cross-entropy)");
+}
+
 LogicalResult AttentionGradOp::buildAdjoints(OpBuilder &, ArrayRef<Value>,
                                              SmallVectorImpl<Value> &) {
   return emitError("autodiff: weft.attention_grad has no gradient rule (no "
@@ -715,14 +745,13 @@ LogicalResult AttentionGradOp::buildAdjoints(OpBuilder &, ArrayRef<Value>,
 //===----------------------------------------------------------------------===//
 
 /// The table's adjoint adds each output row into the row it was read from:
-/// a one-hot of the indices, contracted with the adjoint. On axis k the
-/// dims before the axis are a batch of such tables: [rows, L] times
-/// [batch, L, width].
+/// a scatter-add of the adjoint at the indices. On axis k the dims before
+/// the axis are a batch of tables, stacked into one: table i's row r is row
+/// i * rows + r.
 LogicalResult GatherOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &grads) {
   Adjoints a(b, *this, grads);
   Location loc = a.loc;
-  Value indices = getIndices();
   RankedTensorType table = tensorTypeOf(getData());
   int64_t axis = getAxis();
   int64_t rows = table.getDimSize(axis);
@@ -730,25 +759,51 @@ LogicalResult GatherOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
   for (int64_t dim : table.getShape().take_front(axis))
     batch *= dim;
   int64_t width = table.getNumElements() / (batch * rows);
-  int64_t lookups = tensorTypeOf(indices).getNumElements();
-  Type indexType = tensorTypeOf(indices).getElementType();
-  Value ids = a.reshape(indices, {lookups, 1});
+  int64_t lookups = tensorTypeOf(getIndices()).getNumElements();
+  Type indexType = tensorTypeOf(getIndices()).getElementType();
+  Value ids = a.reshape(getIndices(), {lookups});
   // Negative indices count from the end, as in the forward gather.
   ids = a.where(LessOp::create(b, loc, ids, a.scalar(indexType, 0)),
                 a.add(ids, a.scalar(indexType, rows)), ids);
-  Value range = a.reshape(
-      RangeOp::create(b, loc, RankedTensorType::get({rows}, indexType),
-                      b.getIntegerAttr(indexType, 0),
-                      b.getIntegerAttr(indexType, 1)),
-      {1, rows});
-  Value oneHot =
-      a.castTo(EqualOp::create(b, loc, ids, range), table.getElementType());
-  SmallVector<int64_t> gradShape{lookups, width};
-  if (batch != 1)
-    gradShape.insert(gradShape.begin(), batch);
-  Value rowsGrad = MatmulOp::create(b, loc, a.transposeLast2(oneHot),
-                                    a.reshape(resultGrads[0], gradShape));
-  grads[0] = a.reshape(rowsGrad, table.getShape());
+  if (batch != 1) {
+    Value firstRows = a.reshape(
+        RangeOp::create(b, loc, RankedTensorType::get({batch}, indexType),
+                        b.getIntegerAttr(indexType, 0),
+                        b.getIntegerAttr(indexType, rows)),
+        {batch, 1});
+    ids = a.reshape(a.add(a.reshape(ids, {1, lookups}), firstRows),
+                    {batch * lookups});
+  }
+  Value updates = a.reshape(resultGrads[0], {batch * lookups, width});
+  Value summed = ScatterAddOp::create(
+      b, loc,
+      RankedTensorType::get({batch * rows, width}, table.getElementType()),
+      updates, ids);
+  grads[0] = a.reshape(summed, table.getShape());
+  return success();
+}
+
+/// The updates' adjoint reads the result's adjoint back at the indices
+/// (zero for an index outside the rows, which added nothing).
+LogicalResult ScatterAddOp::buildAdjoints(OpBuilder &b,
+                                          ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &grads) {
+  Adjoints a(b, *this, grads);
+  Location loc = a.loc;
+  Value ids = getIndices();
+  Type indexType = tensorTypeOf(ids).getElementType();
+  int64_t rows = getType().getDimSize(0);
+  Value atLeastZero =
+      GreaterEqualOp::create(b, loc, ids, a.scalar(indexType, 0));
+  Value belowRows = LessOp::create(b, loc, ids, a.scalar(indexType, rows));
+  Value inRange = AndOp::create(b, loc, atLeastZero, belowRows);
+  Value safe = a.where(inRange, ids, a.scalar(indexType, 0));
+  Value picked =
+      GatherOp::create(b, loc, resultGrads[0], safe, b.getI64IntegerAttr(0));
+  SmallVector<int64_t> maskShape(tensorTypeOf(ids).getShape());
+  maskShape.append(getType().getRank() - 1, 1);
+  grads[0] =
+      a.where(a.reshape(inRange, maskShape), picked, a.scalarLike(picked, 0));
   return success();
 }
 

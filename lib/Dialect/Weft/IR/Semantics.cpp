@@ -669,6 +669,68 @@ LogicalResult LogSoftmaxOp::evaluate(ArrayRef<const HostTensor *> in,
   return one(results, softmax(*in[0], static_cast<int64_t>(getAxis()), true));
 }
 
+/// The label of each position, checked against the class count (-1: the
+/// ignored label).
+static FailureOr<SmallVector<int64_t>>
+crossEntropyLabels(Operation *op, const HostTensor &x, const HostTensor &labels,
+                   int64_t ignore) {
+  int64_t classes = x.shape.back();
+  SmallVector<int64_t> picked;
+  for (int64_t label : labels.ints) {
+    if (label == ignore) {
+      picked.push_back(-1);
+      continue;
+    }
+    if (label < 0 || label >= classes)
+      return op->emitError("label ")
+             << label << " is out of range for " << classes << " classes";
+    picked.push_back(label);
+  }
+  return picked;
+}
+
+LogicalResult SoftmaxCrossEntropyOp::evaluate(ArrayRef<const HostTensor *> in,
+                                              Results &results) {
+  const HostTensor &x = *in[0];
+  FailureOr<SmallVector<int64_t>> labels =
+      crossEntropyLabels(*this, x, *in[1], getIgnoreIndex());
+  if (failed(labels))
+    return failure();
+  HostTensor lse = softmax(x, x.shape.size() - 1, true);
+  int64_t classes = x.shape.back();
+  HostTensor loss = HostTensor::zeros(in[1]->shape, x.elementType);
+  HostTensor logSumExp = loss;
+  for (auto [row, label] : llvm::enumerate(*labels)) {
+    // log_softmax = x - lse, so lse = x - log_softmax at any class.
+    logSumExp.floats[row] = x.floats[row * classes] - lse.floats[row * classes];
+    if (label >= 0)
+      loss.floats[row] = -lse.floats[row * classes + label];
+  }
+  results.assign({std::move(loss), std::move(logSumExp)});
+  return success();
+}
+
+LogicalResult
+SoftmaxCrossEntropyGradOp::evaluate(ArrayRef<const HostTensor *> in,
+                                    Results &results) {
+  const HostTensor &x = *in[0];
+  FailureOr<SmallVector<int64_t>> labels =
+      crossEntropyLabels(*this, x, *in[1], getIgnoreIndex());
+  if (failed(labels))
+    return failure();
+  int64_t classes = x.shape.back();
+  HostTensor grad = HostTensor::zeros(x.shape, x.elementType);
+  for (auto [row, label] : llvm::enumerate(*labels)) {
+    if (label < 0)
+      continue;
+    double lse = in[2]->floats[row], scale = in[3]->floats[row];
+    for (int64_t v = 0; v < classes; ++v)
+      grad.floats[row * classes + v] =
+          (std::exp(x.floats[row * classes + v] - lse) - (v == label)) * scale;
+  }
+  return one(results, std::move(grad));
+}
+
 LogicalResult LayerNormOp::evaluate(ArrayRef<const HostTensor *> in,
                                     Results &results) {
   return one(results,
@@ -709,6 +771,19 @@ LogicalResult GatherOp::evaluate(ArrayRef<const HostTensor *> in,
       return emitError("index ")
              << i << " is out of range for dim " << axis << " of size " << dim;
   return one(results, gather(*in[0], *in[1], axis));
+}
+
+LogicalResult ScatterAddOp::evaluate(ArrayRef<const HostTensor *> in,
+                                     Results &results) {
+  HostTensor table =
+      HostTensor::zeros(getType().getShape(), getType().getElementType());
+  int64_t rows = table.shape[0];
+  int64_t width = rows ? table.size() / rows : 0;
+  for (auto [j, row] : llvm::enumerate(in[1]->ints))
+    if (row >= 0 && row < rows)
+      for (int64_t k = 0; k < width; ++k)
+        table.floats[row * width + k] += in[0]->floats[j * width + k];
+  return one(results, std::move(table));
 }
 
 LogicalResult ReshapeOp::evaluate(ArrayRef<const HostTensor *> in,

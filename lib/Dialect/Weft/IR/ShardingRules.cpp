@@ -329,6 +329,30 @@ OpShardingRule LogSoftmaxOp::getShardingRule() {
   return softmaxRule(*this, static_cast<int64_t>(getAxis()));
 }
 
+/// The positions (every dim but the logits' last) are parallel and shared
+/// by every operand and result; the classes stay whole (the log-sum-exp is
+/// over all of them).
+static OpShardingRule crossEntropyRule(Operation *op) {
+  OpShardingRule rule = emptyRule(op);
+  int64_t positions = rankOf(op->getOperand(0)) - 1;
+  for (int64_t d = 0; d < positions; ++d) {
+    int64_t factor = rule.addFactor(FactorKind::Parallel);
+    for (auto &dims : rule.operandFactors)
+      dims[d] = factor;
+    for (auto &dims : rule.resultFactors)
+      dims[d] = factor;
+  }
+  wholeForTheRest(rule);
+  return rule;
+}
+
+OpShardingRule SoftmaxCrossEntropyOp::getShardingRule() {
+  return crossEntropyRule(*this);
+}
+OpShardingRule SoftmaxCrossEntropyGradOp::getShardingRule() {
+  return crossEntropyRule(*this);
+}
+
 OpShardingRule LayerNormOp::getShardingRule() {
   return normRule(*this, static_cast<int64_t>(getAxis()));
 }
@@ -425,6 +449,28 @@ OpShardingRule GatherOp::getShardingRule() {
   }
   rule.operandFactors[0][axis] =
       rule.addFactor(axis == 0 ? FactorKind::Reduction : FactorKind::Whole);
+  return rule;
+}
+
+/// updates [indices..., k...] summed into result [rows, k...]: the index
+/// dims are a reduction (each rank's lookups give a partial table); k is
+/// parallel; the rows are parallel too, in the result only: a rank holding
+/// a slice of them adds the updates whose indices fall in it (the
+/// partitioner shifts the indices by the slice's first row).
+OpShardingRule ScatterAddOp::getShardingRule() {
+  OpShardingRule rule = emptyRule(*this);
+  int64_t indexRank = rankOf(getIndices());
+  for (int64_t d = 0; d < indexRank; ++d) {
+    int64_t factor = rule.addFactor(FactorKind::Reduction);
+    rule.operandFactors[0][d] = factor;
+    rule.operandFactors[1][d] = factor;
+  }
+  rule.resultFactors[0][0] = rule.addFactor(FactorKind::Parallel);
+  for (int64_t d = 1; d < rankOf(getResult()); ++d) {
+    int64_t factor = rule.addFactor(FactorKind::Parallel);
+    rule.operandFactors[0][indexRank + d - 1] = factor;
+    rule.resultFactors[0][d] = factor;
+  }
   return rule;
 }
 

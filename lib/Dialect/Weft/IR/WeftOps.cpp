@@ -825,6 +825,35 @@ LogicalResult AttentionGradOp::verify() {
   return success();
 }
 
+/// Logits [..., V] against labels [...]: the per-position type `loss` must
+/// have.
+static LogicalResult verifyCrossEntropy(Operation *op, Value logits,
+                                        Value labels, Type loss) {
+  auto logitsType = rankedType(logits);
+  if (logitsType.getRank() < 1)
+    return op->emitOpError("logits must have a class dim");
+  auto expected = RankedTensorType::get(logitsType.getShape().drop_back(),
+                                        logitsType.getElementType());
+  if (rankedType(labels).getShape() != expected.getShape())
+    return op->emitOpError("labels ")
+           << labels.getType() << " must be shaped as the logits "
+           << logits.getType() << " without their class dim";
+  if (loss != expected)
+    return op->emitOpError("per-position results ")
+           << loss << " must be " << expected;
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  return verifyCrossEntropy(*this, getLogits(), getLabels(),
+                            getLoss().getType());
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  return verifyCrossEntropy(*this, getLogits(), getLabels(),
+                            getLogSumExp().getType());
+}
+
 double AttentionGradOp::getEffectiveScale() {
   if (auto scale = getScale())
     return scale->convertToDouble();
@@ -850,6 +879,21 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *context,
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, data.getShape().drop_front(axis + 1));
   inferred.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+LogicalResult ScatterAddOp::verify() {
+  auto updates = rankedType(getUpdates()), indices = rankedType(getIndices());
+  auto result = getType();
+  if (result.getRank() < 1)
+    return emitOpError("result must have a row dim");
+  SmallVector<int64_t> expected(indices.getShape());
+  llvm::append_range(expected, result.getShape().drop_front());
+  if (updates.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("updates ")
+           << getUpdates().getType() << " must be shaped as the indices "
+           << getIndices().getType() << " followed by the result's row "
+           << result << " without its first dim";
   return success();
 }
 

@@ -226,8 +226,12 @@ private:
   LogicalResult partitionOp(Operation *op);
   LogicalResult partitionLinearWithSplitBias(LinearOp op, const OpPlan &plan,
                                              ArrayRef<Value> operands);
+  Value firstRowTensor(ArrayRef<MeshAxis> axes, int64_t rows, Type indexType,
+                       Location loc);
   LogicalResult partitionVocabGather(GatherOp op, const OpPlan &plan,
                                      ArrayRef<Value> operands);
+  LogicalResult partitionVocabScatter(ScatterAddOp op, const OpPlan &plan,
+                                      ArrayRef<Value> operands);
   LogicalResult partitionRingAttention(Operation *op, const OpPlan &plan,
                                        ArrayRef<Value> operands);
   LogicalResult checkContextHeads(Operation *op, const OpShardingRule &rule);
@@ -671,6 +675,9 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   if (auto gather = dyn_cast<GatherOp>(op);
       gather && !plan.results[0].partial.empty())
     return partitionVocabGather(gather, plan, operands);
+  if (auto scatter = dyn_cast<ScatterAddOp>(op);
+      scatter && !plan.results[0].dims[0].axes.empty())
+    return partitionVocabScatter(scatter, plan, operands);
   if (isa<AttentionOp, AttentionGradOp>(op) && rule)
     for (auto [factor, sharding] : llvm::enumerate(plan.factors))
       if (sharding && rule->kinds[factor] == FactorKind::Context)
@@ -740,14 +747,10 @@ Partitioner::partitionLinearWithSplitBias(LinearOp op, const OpPlan &plan,
   return success();
 }
 
-/// A gather from a table split by rows: each rank looks up the indices in
-/// its row range and zeros the rest; the results are partial sums.
-LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
-                                                ArrayRef<Value> operands) {
-  Location loc = op.getLoc();
-  Value table = operands[0], indices = operands[1];
-  ArrayRef<MeshAxis> axes = plan.operands[0].dims[0].axes;
-  int64_t rows = tensorTypeOf(table).getDimSize(0);
+/// This rank's first row of a table split by rows over `axes` into parts of
+/// `rows` rows, as a 0-D tensor of `indexType`.
+Value Partitioner::firstRowTensor(ArrayRef<MeshAxis> axes, int64_t rows,
+                                  Type indexType, Location loc) {
   // This rank's linear position along `axes` (major to minor).
   auto position = shard::ProcessMultiIndexOp::create(
       builder, loc, mesh.symbol, SmallVector<MeshAxis>(axes));
@@ -759,13 +762,24 @@ LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
     linear = arith::AddIOp::create(builder, loc, scaled,
                                    position.getResult()[index]);
   }
-  Type indexType = tensorTypeOf(indices).getElementType();
   Value first = arith::MulIOp::create(
       builder, loc, linear, arith::ConstantIndexOp::create(builder, loc, rows));
   Value firstScalar =
       arith::IndexCastOp::create(builder, loc, indexType, first);
-  Value firstTensor = tensor::FromElementsOp::create(
+  return tensor::FromElementsOp::create(
       builder, loc, RankedTensorType::get({}, indexType), firstScalar);
+}
+
+/// A gather from a table split by rows: each rank looks up the indices in
+/// its row range and zeros the rest; the results are partial sums.
+LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
+                                                ArrayRef<Value> operands) {
+  Location loc = op.getLoc();
+  Value table = operands[0], indices = operands[1];
+  int64_t rows = tensorTypeOf(table).getDimSize(0);
+  Type indexType = tensorTypeOf(indices).getElementType();
+  Value firstTensor =
+      firstRowTensor(plan.operands[0].dims[0].axes, rows, indexType, loc);
   auto scalarConstant = [&](Type type, double value) {
     return createScalar(builder, loc, type, value);
   };
@@ -788,6 +802,26 @@ LogicalResult Partitioner::partitionVocabGather(GatherOp op, const OpPlan &plan,
   auto masked =
       WhereOp::create(builder, loc, mask, lookup, scalarConstant(element, 0));
   locals[op.getResult()] = {masked.getResult(), plan.results[0]};
+  return success();
+}
+
+/// A scatter-add into a table split by rows: each rank adds the updates
+/// whose indices fall in its rows (the op skips the others), given the
+/// indices shifted by its first row.
+LogicalResult Partitioner::partitionVocabScatter(ScatterAddOp op,
+                                                 const OpPlan &plan,
+                                                 ArrayRef<Value> operands) {
+  Location loc = op.getLoc();
+  RankedTensorType local = withShape(
+      op.getType(), plan.results[0].localShape(op.getType().getShape(), mesh));
+  Value indices = operands[1];
+  Value first =
+      firstRowTensor(plan.results[0].dims[0].axes, local.getDimSize(0),
+                     tensorTypeOf(indices).getElementType(), loc);
+  auto scatter =
+      ScatterAddOp::create(builder, loc, local, operands[0],
+                           SubOp::create(builder, loc, indices, first));
+  locals[op.getResult()] = {scatter.getResult(), plan.results[0]};
   return success();
 }
 

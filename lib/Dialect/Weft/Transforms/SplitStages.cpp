@@ -117,7 +117,7 @@ struct WeftSplitStagesPass
     // An op in a layer takes the layer's stage. Another op takes the
     // latest stage among its operands' producers (the head follows the last
     // layer); one that reads only arguments and such ops (the embedding,
-    // the labels' one-hot) the earliest stage among its users. An optimizer
+    // the labels' mask) the earliest stage among its users. An optimizer
     // update (what a state feeds) takes the stage of its parameter's first
     // use, and so does what feeds only updates (weight decay, the clipped
     // gradient).

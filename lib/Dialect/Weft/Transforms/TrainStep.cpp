@@ -65,23 +65,16 @@ public:
   }
 
   /// Mean cross-entropy of logits [..., V] against integer labels [...],
-  /// over the positions whose label is not `ignoreIndex`.
+  /// over the positions whose label is not `ignoreIndex`: one fused op per
+  /// position (no log-probabilities or one-hot of the logits' size).
   Value crossEntropy(Value logits, Value labels, int64_t ignoreIndex) {
     RankedTensorType logitsType = tensorTypeOf(logits);
-    int64_t rank = logitsType.getRank();
-    int64_t vocab = logitsType.getShape().back();
     Type labelType = tensorTypeOf(labels).getElementType();
-    Value logProbs =
-        LogSoftmaxOp::create(b, loc, logits, b.getI64IntegerAttr(rank - 1));
-    Value classes = RangeOp::create(
-        b, loc, RankedTensorType::get({vocab}, labelType),
-        b.getIntegerAttr(labelType, 0), b.getIntegerAttr(labelType, 1));
-    Value expanded =
-        UnsqueezeOp::create(b, loc, labels, b.getDenseI64ArrayAttr({rank - 1}));
-    Value oneHot = castTo(EqualOp::create(b, loc, expanded, classes), element);
-    Value picked =
-        ReduceSumOp::create(b, loc, mul(logProbs, oneHot),
-                            b.getDenseI64ArrayAttr({rank - 1}), UnitAttr());
+    auto perPosition = RankedTensorType::get(tensorTypeOf(labels).getShape(),
+                                             logitsType.getElementType());
+    auto losses =
+        SoftmaxCrossEntropyOp::create(b, loc, perPosition, perPosition, logits,
+                                      labels, b.getI64IntegerAttr(ignoreIndex));
     auto ignore = RankedTensorType::get({}, labelType);
     Value ignored = EqualOp::create(
         b, loc, labels,
@@ -90,8 +83,7 @@ public:
             DenseElementsAttr::get(ignore,
                                    b.getIntegerAttr(labelType, ignoreIndex))));
     Value counted = castTo(NotOp::create(b, loc, ignored), element);
-    Value total = sumAll(mul(picked, counted));
-    return NegOp::create(b, loc, div(total, sumAll(counted)));
+    return div(sumAll(castTo(losses.getLoss(), element)), sumAll(counted));
   }
 
   OpBuilder &b;

@@ -407,6 +407,62 @@ def Weft_SoftmaxOp : Weft_SoftmaxBase<"softmax",
 def Weft_LogSoftmaxOp : Weft_SoftmaxBase<"log_softmax",
                                          "x - log(sum(exp(x)))">;
 
+def Weft_SoftmaxCrossEntropyOp : Weft_Op<"softmax_cross_entropy",
+    [Pure, AllTypesMatch<["loss", "log_sum_exp"]>]> {
+  let summary = "Per-position cross-entropy of logits against class labels";
+  let description = [{
+    For logits `[..., V]` and integer labels `[...]`: `loss[i...] =
+    log_sum_exp[i...] - logits[i..., labels[i...]]`, where `log_sum_exp` is
+    `log(sum_v exp(logits[i..., v]))` (the second result, which the gradient
+    reuses). A position whose label is `ignore_index` has loss 0. One pass
+    over each row: no log-probabilities or one-hot labels of the logits'
+    size exist. `weft-train-step` builds the mean loss from it; its gradient
+    is `weft.softmax_cross_entropy_grad`.
+
+    ```mlir
+    %loss, %lse = weft.softmax_cross_entropy %logits, %labels
+        <{ignore_index = -100 : i64}> : tensor<2x16x256xf32>, tensor<2x16xi64>
+        -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$logits, Weft_IndexTensor:$labels,
+                       I64Attr:$ignore_index);
+  let results = (outs Weft_FloatTensor:$loss, Weft_FloatTensor:$log_sum_exp);
+  let assemblyFormat = [{
+    $logits `,` $labels prop-dict attr-dict `:` type($logits) `,`
+    type($labels) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_SoftmaxCrossEntropyGradOp : Weft_Op<"softmax_cross_entropy_grad",
+    [Pure, AllTypesMatch<["logits", "logits_grad"]>,
+     AllTypesMatch<["log_sum_exp", "loss_grad"]>]> {
+  let summary = "The gradient of weft.softmax_cross_entropy's loss";
+  let description = [{
+    `logits_grad[i..., v] = (exp(logits[i..., v] - log_sum_exp[i...]) -
+    (v == labels[i...])) * loss_grad[i...]`: softmax minus one at the label,
+    scaled by the loss's gradient; 0 on the rows whose label is
+    `ignore_index`. It reads each logit once and may write over the logits
+    (in place when nothing else reads them).
+
+    ```mlir
+    %dlogits = weft.softmax_cross_entropy_grad %logits, %labels, %lse, %dloss
+        <{ignore_index = -100 : i64}> : tensor<2x16x256xf32>, tensor<2x16xi64>,
+        tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$logits, Weft_IndexTensor:$labels,
+                       Weft_FloatTensor:$log_sum_exp,
+                       Weft_FloatTensor:$loss_grad, I64Attr:$ignore_index);
+  let results = (outs Weft_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $log_sum_exp `,` $loss_grad prop-dict attr-dict
+    `:` type($logits) `,` type($labels) `,` type($log_sum_exp)
+  }];
+  let hasVerifier = 1;
+}
+
 def Weft_LayerNormOp : Weft_Op<"layer_norm",
     [Pure, SameOperandsElementType,
      AllTypesMatch<["input", "result"]>]> {
@@ -561,6 +617,31 @@ def Weft_GatherOp : Weft_Op<"gather",
     $data `,` $indices prop-dict attr-dict `:` type($data) `,` type($indices)
   }];
   let hasFolder = 1;
+}
+
+def Weft_ScatterAddOp : Weft_Op<"scatter_add",
+    [Pure, AllElementTypesMatch<["updates", "result"]>]> {
+  let summary = "Sum slices into the rows of a table (the lookup's gradient)";
+  let description = [{
+    `result[r, k...] = sum of updates[j..., k...] over the j... with
+    indices[j...] == r`, for a result `[rows, k...]` and updates
+    `[indices..., k...]`: the adjoint of an embedding lookup, without a
+    one-hot of the indices. An index outside `[0, rows)` adds nothing, so a
+    rank holding a slice of the rows passes the indices shifted by its first
+    row. Rows are summed in no fixed order (atomic adds on a GPU).
+
+    ```mlir
+    %dwte = weft.scatter_add %dx, %ids
+        : tensor<1x16x64xf32>, tensor<1x16xi64> -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$updates, Weft_IndexTensor:$indices);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $updates `,` $indices attr-dict `:` type($updates) `,` type($indices)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 def Weft_ReshapeOp : Weft_Op<"reshape",

@@ -360,7 +360,7 @@ def WeftSplitStages : Pass<"weft-split-stages", "::mlir::ModuleOp"> {
     the cut balances the stages' contraction FLOPs (forward and backward).
     An op outside layers takes the latest stage among its operands'
     producers (the head and loss follow the last layer); one that reads
-    only arguments and such ops (the embedding lookup, the labels' one-hot)
+    only arguments and such ops (the embedding lookup, the labels' mask)
     takes the earliest stage among its users. An optimizer update (what a
     state feeds) joins the stage of its parameter's first use, and so does
     what feeds only updates (weight decay, the clipped gradient). A parameter read in two stages
