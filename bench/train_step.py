@@ -41,28 +41,35 @@ def main():
     parser.add_argument("--work", default=str(ROOT / "build" / "bench"))
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--configs", default="2x64x4:32x8,4x256x8:64x8",
-                        help="layers x hidden x heads : seq x batch, ...")
+    parser.add_argument("--configs",
+                        default="2x64x4:32x8,4x256x8:64x8,4x256x4:128x4,"
+                        "12x768x12x50257:128x2@1",
+                        help="layers x hidden x heads [x vocab] : seq x batch "
+                        "[@ threads], ... (vocab 256 and --threads unless "
+                        "given; the last is GPT-2 small's shape)")
     args = parser.parse_args()
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    print(f"{'model':>22} {'threads':>7} {'weft tok/s':>11} "
+    print(f"{'model':>28} {'threads':>7} {'weft tok/s':>11} "
           f"{'torch tok/s':>11} {'weft/torch':>10}")
     for config in args.configs.split(","):
         shape, data = config.split(":")
-        layers, hidden, heads = map(int, shape.split("x"))
+        layers, hidden, heads, *vocab = map(int, shape.split("x"))
+        vocab = vocab[0] if vocab else 256
+        data, _, thread_counts = data.partition("@")
         seq, batch = map(int, data.split("x"))
-        model = work / f"train_l{layers}_h{hidden}_s{seq}_b{batch}.onnx"
+        model = work / (f"train_l{layers}_h{hidden}_v{vocab}_s{seq}_b{batch}"
+                        ".onnx")
         subprocess.run([sys.executable, str(ROOT / "utils" / "gen_gpt2.py"),
                         "--layers", str(layers), "--hidden", str(hidden),
-                        "--heads", str(heads), "--seq", str(seq), "--batch",
-                        str(batch), "-o", str(model)], check=True,
-                       stdout=subprocess.DEVNULL)
+                        "--heads", str(heads), "--vocab", str(vocab), "--seq",
+                        str(seq), "--batch", str(batch), "-o", str(model)],
+                       check=True, stdout=subprocess.DEVNULL)
         params = {t.name: numpy_helper.to_array(t)
                   for t in onnx.load(str(model)).graph.initializer
                   if t.name.endswith((".weight", ".bias"))}
         np.savez(work / (model.stem + ".npz"), **params)
-        for threads in map(int, args.threads.split(",")):
+        for threads in map(int, (thread_counts or args.threads).split(",")):
             weft = weft_tokens_per_second(work, model, args.steps,
                                           threads)
             seconds = float(subprocess.run(
@@ -73,7 +80,7 @@ def main():
                  str(threads)], check=True, capture_output=True,
                 text=True).stdout.strip())
             torch = batch * seq / seconds
-            print(f"{model.stem:>22} {threads:>7} {weft:>11.0f} {torch:>11.0f} "
+            print(f"{model.stem:>28} {threads:>7} {weft:>11.0f} {torch:>11.0f} "
                   f"{weft / torch:>9.2f}x", flush=True)
     return 0
 
