@@ -29,6 +29,16 @@
 namespace weft::runtime {
 namespace {
 
+/// MPI_Abort on a rank that has just written its error. MPICH's mpiexec
+/// stops forwarding the ranks' output once one aborts, and under load the
+/// error could be lost: the proxy gets a moment to forward it first.
+[[noreturn]] void abortAfterError() {
+  fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  abort();
+}
+
 [[noreturn]] void mpiFailed(const char *what, int code) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
@@ -36,9 +46,7 @@ namespace {
   int rank = -1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   fprintf(stderr, "weft: rank %d: %s failed: %.*s\n", rank, what, length, text);
-  fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  abort();
+  abortAfterError();
 }
 
 void check(int code, const char *what) {
@@ -69,8 +77,7 @@ MPI_Datatype mpiType(weft_dtype dtype, bool reducing) {
   }
   fprintf(stderr, "weft: a %s reduction over MPI is not supported\n",
           weft_dtype_name(dtype));
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  abort();
+  abortAfterError();
 }
 
 /// MPI has no bf16: its reductions combine in float, one rounding each.
@@ -277,8 +284,7 @@ private:
              "stopping every rank",
              rank, what, bytes, from.c_str(), step.c_str(), waited);
     reportRankError(rank, line);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    abort();
+    abortAfterError();
   }
   /// A send in flight and the copy of its data.
   struct Pending {
@@ -398,9 +404,6 @@ void stopWorld() {
   MPI_Finalize();
 }
 
-void abortWorld() {
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  abort();
-}
+void abortWorld() { abortAfterError(); }
 
 } // namespace weft::runtime
