@@ -21,10 +21,11 @@ namespace {
 
 constexpr int64_t kWarpSize = 32;
 
-/// A reduction generic: `out = combiner(out, partial(ins...))` over one
-/// reduction loop, with `combiner` associative and commutative.
+/// A reduction generic: `out = combiner(out, partial(ins...))` over its
+/// reduction loops (linearized into one column index, the last loop
+/// fastest), with `combiner` associative and commutative.
 struct RowReduction {
-  unsigned reductionLoop;
+  SmallVector<unsigned> reductionLoops;
   Operation *combiner;
   /// The combiner's operand computed from the inputs.
   Value partial;
@@ -49,7 +50,7 @@ double identityOf(Operation *combiner) {
 
 std::optional<RowReduction> matchRowReduction(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 1)
+      op.getNumReductionLoops() < 1)
     return std::nullopt;
   auto outType = cast<MemRefType>(op.getDpsInits()[0].getType());
   if (!outType.getElementType().isF32())
@@ -66,11 +67,11 @@ std::optional<RowReduction> matchRowReduction(linalg::GenericOp op) {
                       : combiner->getOperand(0);
   if (partial == accumulator)
     return std::nullopt;
-  unsigned reductionLoop = 0;
+  SmallVector<unsigned> reductionLoops;
   for (auto [i, type] : llvm::enumerate(op.getIteratorTypesArray()))
     if (type == utils::IteratorType::reduction)
-      reductionLoop = i;
-  return RowReduction{reductionLoop, combiner, partial};
+      reductionLoops.push_back(i);
+  return RowReduction{reductionLoops, combiner, partial};
 }
 
 Value combine(OpBuilder &b, Location loc, Operation *combiner, Value lhs,
@@ -166,11 +167,54 @@ Value emitPartial(OpBuilder &b, Location loc, linalg::GenericOp op,
   return mapping.lookupOrDefault(reduction.partial);
 }
 
+/// The product of `values` where all are constants.
+std::optional<int64_t> staticProduct(ArrayRef<Value> values) {
+  int64_t product = 1;
+  for (Value value : values) {
+    std::optional<int64_t> constant = getConstantIntValue(value);
+    if (!constant)
+      return std::nullopt;
+    product *= *constant;
+  }
+  return product;
+}
+
+/// Sets `ivs[loops[i]]` to the digits of `linear` over `sizes` of those
+/// loops (the last fastest).
+void delinearize(OpBuilder &b, Location loc, Value linear,
+                 ArrayRef<unsigned> loops, ArrayRef<Value> sizes,
+                 SmallVectorImpl<Value> &ivs) {
+  for (int64_t i = loops.size() - 1; i >= 0; --i) {
+    Value size = sizes[loops[i]];
+    ivs[loops[i]] = i ? arith::RemUIOp::create(b, loc, linear, size) : linear;
+    if (i)
+      linear = arith::DivUIOp::create(b, loc, linear, size);
+  }
+}
+
+/// Stores `combiner(out, total)` into `op`'s output at `ivs` (the
+/// reduction loops' indices ignored).
+void foldIntoOutput(OpBuilder &b, Location loc, linalg::GenericOp op,
+                    Operation *combiner, ValueRange ivs, Value total) {
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap map = op.getMatchingIndexingMap(init);
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults())
+    indices.push_back(affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(map.getNumDims(), 0, expr), ivs));
+  Value initial = memref::LoadOp::create(b, loc, init->get(), indices);
+  memref::StoreOp::create(b, loc, combine(b, loc, combiner, initial, total),
+                          init->get(), indices);
+}
+
 /// Replaces `op` by a launch with one block per row (the parallel loops,
-/// linearized) whose threads stride over the reduction loop, then combine
-/// their partials with warp shuffles and, across warps, shared memory.
+/// linearized) whose threads stride over the row's columns (the reduction
+/// loops, linearized), then combine their partials with warp shuffles and,
+/// across warps, shared memory. A few long rows (fewer rows than
+/// `minBlocks`, each of at least 64 K columns) are cut into chunks, one
+/// block each, whose totals a second launch of one block per row combines.
 void launchRows(linalg::GenericOp op, const RowReduction &reduction,
-                int64_t threadsPerBlock) {
+                int64_t threadsPerBlock, int64_t minBlocks) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Range, 4> ranges =
@@ -178,13 +222,33 @@ void launchRows(linalg::GenericOp op, const RowReduction &reduction,
   SmallVector<Value> sizes;
   for (Range range : ranges)
     sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
+  SmallVector<unsigned> rowLoops;
+  SmallVector<Value> rowSizes, columnSizes;
+  for (auto [loop, size] : llvm::enumerate(sizes)) {
+    if (llvm::is_contained(reduction.reductionLoops, loop)) {
+      columnSizes.push_back(size);
+    } else {
+      rowLoops.push_back(loop);
+      rowSizes.push_back(size);
+    }
+  }
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value rows = one;
-  for (auto [loop, size] : llvm::enumerate(sizes))
-    if (loop != reduction.reductionLoop)
-      rows = arith::MulIOp::create(b, loc, rows, size);
-  Value length = sizes[reduction.reductionLoop];
+  for (Value size : rowSizes)
+    rows = arith::MulIOp::create(b, loc, rows, size);
+  Value length = columnSizes.front();
+  for (Value size : ArrayRef<Value>(columnSizes).drop_front())
+    length = arith::MulIOp::create(b, loc, length, size);
+  int64_t chunks = 1;
+  std::optional<int64_t> staticRows = staticProduct(rowSizes),
+                         staticLength = staticProduct(columnSizes);
+  constexpr int64_t kLongRow = 64 * 1024;
+  if (staticRows && staticLength && *staticRows > 0 &&
+      *staticRows < minBlocks && *staticLength >= kLongRow)
+    chunks = std::min(llvm::divideCeil(minBlocks, *staticRows),
+                      llvm::divideCeil(*staticLength, threadsPerBlock * 4));
+  Value chunkCount = arith::ConstantIndexOp::create(b, loc, chunks);
   Value threads = arith::ConstantIndexOp::create(b, loc, threadsPerBlock);
   // An empty launch is an error in CUDA.
   Value any =
@@ -192,62 +256,119 @@ void launchRows(linalg::GenericOp op, const RowReduction &reduction,
   auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
   b.setInsertionPointToStart(guard.thenBlock());
   Type f32 = b.getF32Type();
+  auto identityIn = [&](OpBuilder &b) {
+    return arith::ConstantOp::create(
+        b, loc, f32, b.getF32FloatAttr(identityOf(reduction.combiner)));
+  };
+  // Each chunk's total, for the second launch.
+  Value partials;
+  if (chunks > 1)
+    partials = memref::AllocOp::create(
+        b, loc, MemRefType::get({*staticRows * chunks}, f32));
   auto sharedType = warpTotalsType(b.getContext(), threadsPerBlock);
+  Value blocks =
+      partials ? Value(arith::MulIOp::create(b, loc, rows, chunkCount)) : rows;
   auto launch = gpu::LaunchOp::create(
-      b, loc, rows, one, one, threads, one, one, /*dynamicSharedMemorySize=*/
-      nullptr, /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{},
+      b, loc, blocks, one, one, threads, one, one,
+      /*dynamicSharedMemorySize=*/nullptr,
+      /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{},
       /*workgroupAttributions=*/TypeRange{sharedType});
-  Block &kernel = launch.getBody().front();
-  b.setInsertionPointToStart(&kernel);
-  Value row = launch.getBlockIds().x;
-  Value thread = launch.getThreadIds().x;
-  // The row's indices: the last parallel loop varies fastest.
-  SmallVector<Value> ivs(sizes.size());
-  Value rest = row;
-  for (int64_t loop = sizes.size() - 1; loop >= 0; --loop) {
-    if (unsigned(loop) == reduction.reductionLoop)
-      continue;
-    ivs[loop] = arith::RemUIOp::create(b, loc, rest, sizes[loop]);
-    rest = arith::DivUIOp::create(b, loc, rest, sizes[loop]);
-  }
-  Value identity = arith::ConstantOp::create(
-      b, loc, f32, b.getF32FloatAttr(identityOf(reduction.combiner)));
-  // Each thread's partial over the columns thread, thread + threads, ...
-  auto columns =
-      scf::ForOp::create(b, loc, thread, length, threads, ValueRange{identity});
   {
-    OpBuilder::InsertionGuard inLoop(b);
-    b.setInsertionPointToStart(columns.getBody());
-    ivs[reduction.reductionLoop] = columns.getInductionVar();
-    Value partial = emitPartial(b, loc, op, reduction, ivs);
-    scf::YieldOp::create(b, loc,
-                         combine(b, loc, reduction.combiner,
-                                 columns.getRegionIterArgs()[0], partial));
-  }
-  // The output is indexed by the row alone.
-  ivs[reduction.reductionLoop] = zero;
-  Value total =
-      reduceBlock(b, loc, reduction.combiner, columns.getResult(0), identity,
-                  launch.getWorkgroupAttributions()[0], thread);
-  // Thread 0 folds the total into the output's initial value.
-  Value isFirst =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero);
-  auto store = scf::IfOp::create(b, loc, isFirst, false);
-  {
-    OpBuilder::InsertionGuard inIf(b);
+    OpBuilder::InsertionGuard inLaunch(b);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    Value blockId = launch.getBlockIds().x;
+    Value thread = launch.getThreadIds().x;
+    Value identity = identityIn(b);
+    // The block's row, and its chunk's columns [begin, end).
+    Value row = blockId, begin = zero, end = length;
+    if (partials) {
+      row = arith::DivUIOp::create(b, loc, blockId, chunkCount);
+      Value chunkLength =
+          arith::CeilDivUIOp::create(b, loc, length, chunkCount);
+      begin = arith::MulIOp::create(
+          b, loc, arith::RemUIOp::create(b, loc, blockId, chunkCount),
+          chunkLength);
+      end = arith::MinUIOp::create(
+          b, loc, length, arith::AddIOp::create(b, loc, begin, chunkLength));
+    }
+    SmallVector<Value> ivs(sizes.size(), zero);
+    delinearize(b, loc, row, rowLoops, sizes, ivs);
+    // Each thread's partial over the columns begin + thread, + threads, ...
+    Value first =
+        partials ? Value(arith::AddIOp::create(b, loc, begin, thread)) : thread;
+    auto columns =
+        scf::ForOp::create(b, loc, first, end, threads, ValueRange{identity});
+    {
+      OpBuilder::InsertionGuard inLoop(b);
+      b.setInsertionPointToStart(columns.getBody());
+      SmallVector<Value> columnIvs = ivs;
+      delinearize(b, loc, columns.getInductionVar(), reduction.reductionLoops,
+                  sizes, columnIvs);
+      Value partial = emitPartial(b, loc, op, reduction, columnIvs);
+      scf::YieldOp::create(b, loc,
+                           combine(b, loc, reduction.combiner,
+                                   columns.getRegionIterArgs()[0], partial));
+    }
+    Value total =
+        reduceBlock(b, loc, reduction.combiner, columns.getResult(0), identity,
+                    launch.getWorkgroupAttributions()[0], thread);
+    // Thread 0 folds the total into the output's initial value, or keeps
+    // its chunk's total for the second launch.
+    Value isFirst =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero);
+    auto store = scf::IfOp::create(b, loc, isFirst, false);
     b.setInsertionPointToStart(store.thenBlock());
-    OpOperand *init = op.getDpsInitOperand(0);
-    AffineMap map = op.getMatchingIndexingMap(init);
-    SmallVector<Value> indices;
-    for (AffineExpr expr : map.getResults())
-      indices.push_back(affine::AffineApplyOp::create(
-          b, loc, AffineMap::get(map.getNumDims(), 0, expr), ivs));
-    Value initial = memref::LoadOp::create(b, loc, init->get(), indices);
-    memref::StoreOp::create(b, loc,
-                            combine(b, loc, reduction.combiner, initial, total),
-                            init->get(), indices);
+    if (partials)
+      memref::StoreOp::create(b, loc, total, partials, blockId);
+    else
+      foldIntoOutput(b, loc, op, reduction.combiner, ivs, total);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b, loc);
   }
-  gpu::TerminatorOp::create(b, loc);
+  if (partials) {
+    int64_t combineThreads = std::clamp<int64_t>(
+        llvm::alignTo(chunks, kWarpSize), kWarpSize, threadsPerBlock);
+    Value combiners = arith::ConstantIndexOp::create(b, loc, combineThreads);
+    auto combineShared = warpTotalsType(b.getContext(), combineThreads);
+    auto second = gpu::LaunchOp::create(
+        b, loc, rows, one, one, combiners, one, one,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{},
+        /*workgroupAttributions=*/TypeRange{combineShared});
+    OpBuilder::InsertionGuard inLaunch(b);
+    b.setInsertionPointToStart(&second.getBody().front());
+    Value row = second.getBlockIds().x;
+    Value thread = second.getThreadIds().x;
+    Value identity = identityIn(b);
+    Value first = arith::MulIOp::create(b, loc, row, chunkCount);
+    auto gather = scf::ForOp::create(b, loc, thread, chunkCount, combiners,
+                                     ValueRange{identity});
+    {
+      OpBuilder::InsertionGuard inLoop(b);
+      b.setInsertionPointToStart(gather.getBody());
+      Value partial =
+          memref::LoadOp::create(b, loc, partials,
+                                 ValueRange{arith::AddIOp::create(
+                                     b, loc, first, gather.getInductionVar())});
+      scf::YieldOp::create(b, loc,
+                           combine(b, loc, reduction.combiner,
+                                   gather.getRegionIterArgs()[0], partial));
+    }
+    Value total =
+        reduceBlock(b, loc, reduction.combiner, gather.getResult(0), identity,
+                    second.getWorkgroupAttributions()[0], thread);
+    Value isFirst =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero);
+    auto store = scf::IfOp::create(b, loc, isFirst, false);
+    b.setInsertionPointToStart(store.thenBlock());
+    SmallVector<Value> ivs(sizes.size(), zero);
+    delinearize(b, loc, row, rowLoops, sizes, ivs);
+    foldIntoOutput(b, loc, op, reduction.combiner, ivs, total);
+    b.setInsertionPointToEnd(&second.getBody().front());
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPointAfter(second);
+    memref::DeallocOp::create(b, loc, partials);
+  }
   op.erase();
 }
 
@@ -293,20 +414,75 @@ bool isRowKernel(scf::ForallOp forall) {
   return true;
 }
 
+/// Clones `loop`, a pass over a row's columns, into a kernel whose
+/// `threads` threads stride over the columns; each reduction it carries is
+/// combined over the block (through the next of `shared`, a float per warp
+/// each) and folded into the loop's initial value, and the loop's results
+/// map to those totals, which every thread then holds.
+void emitColumnLoop(OpBuilder &b, Location loc, scf::ForOp loop,
+                    IRMapping &mapping, Value thread, Value threads,
+                    ValueRange shared, unsigned &nextShared) {
+  SmallVector<Operation *> combiners = *columnReductions(loop);
+  SmallVector<Value> identities;
+  for (Operation *combiner : combiners)
+    identities.push_back(arith::ConstantOp::create(
+        b, loc, b.getF32Type(), b.getF32FloatAttr(identityOf(combiner))));
+  Value columnStep = mapping.lookupOrDefault(loop.getStep());
+  Value first = arith::AddIOp::create(
+      b, loc, mapping.lookupOrDefault(loop.getLowerBound()),
+      arith::MulIOp::create(b, loc, thread, columnStep));
+  auto strided = scf::ForOp::create(
+      b, loc, first, mapping.lookupOrDefault(loop.getUpperBound()),
+      arith::MulIOp::create(b, loc, columnStep, threads), identities);
+  {
+    OpBuilder::InsertionGuard inLoop(b);
+    Block *stridedBody = strided.getBody();
+    // A loop without iter_args comes with its yield.
+    if (stridedBody->mightHaveTerminator())
+      b.setInsertionPoint(stridedBody->getTerminator());
+    else
+      b.setInsertionPointToEnd(stridedBody);
+    IRMapping body = mapping;
+    body.map(loop.getInductionVar(), strided.getInductionVar());
+    for (auto [from, to] :
+         llvm::zip(loop.getRegionIterArgs(), strided.getRegionIterArgs()))
+      body.map(from, to);
+    for (Operation &nested : loop.getBody()->without_terminator())
+      b.clone(nested, body);
+    if (!stridedBody->mightHaveTerminator())
+      b.clone(*loop.getBody()->getTerminator(), body);
+  }
+  for (auto [i, combiner] : llvm::enumerate(combiners)) {
+    Value total = reduceBlock(b, loc, combiner, strided.getResult(i),
+                              identities[i], shared[nextShared++], thread);
+    mapping.map(loop.getResult(i),
+                combine(b, loc, combiner,
+                        mapping.lookupOrDefault(loop.getInitArgs()[i]), total));
+  }
+}
+
+/// As many threads as the longest of `loops` has columns (a loop without a
+/// static trip count counts as `threadsPerBlock`), in whole warps, at most
+/// `threadsPerBlock`.
+template <typename Loops>
+int64_t threadsForColumns(Loops loops, int64_t threadsPerBlock) {
+  int64_t columns = 0;
+  for (scf::ForOp loop : loops) {
+    std::optional<llvm::APInt> trips = loop.getStaticTripCount();
+    columns =
+        std::max(columns, trips ? trips->getSExtValue() : threadsPerBlock);
+  }
+  return std::clamp<int64_t>(llvm::alignTo(columns, kWarpSize), kWarpSize,
+                             threadsPerBlock);
+}
+
 /// Replaces a row kernel by a launch with one block per row: each column
 /// loop's threads stride over the columns, and each reduction it carries is
 /// combined over the block (reduceBlock), so that every thread goes on with
 /// the row's total. A barrier separates consecutive passes.
 void launchRowKernel(scf::ForallOp forall, int64_t threadsPerBlock) {
-  // No more threads than the longest pass has columns, in whole warps.
-  int64_t columns = 0;
-  for (auto loop : forall.getBody()->getOps<scf::ForOp>()) {
-    std::optional<llvm::APInt> trips = loop.getStaticTripCount();
-    columns =
-        std::max(columns, trips ? trips->getSExtValue() : threadsPerBlock);
-  }
-  threadsPerBlock = std::clamp<int64_t>(llvm::alignTo(columns, kWarpSize),
-                                        kWarpSize, threadsPerBlock);
+  threadsPerBlock = threadsForColumns(forall.getBody()->getOps<scf::ForOp>(),
+                                      threadsPerBlock);
   OpBuilder b(forall);
   Location loc = forall.getLoc();
   Value rows =
@@ -350,48 +526,144 @@ void launchRowKernel(scf::ForallOp forall, int64_t threadsPerBlock) {
     if (afterPass)
       gpu::BarrierOp::create(b, loc);
     afterPass = true;
-    SmallVector<Operation *> combiners = *columnReductions(loop);
-    SmallVector<Value> identities;
-    for (Operation *combiner : combiners)
-      identities.push_back(arith::ConstantOp::create(
-          b, loc, b.getF32Type(), b.getF32FloatAttr(identityOf(combiner))));
-    Value columnStep = mapping.lookupOrDefault(loop.getStep());
-    Value first = arith::AddIOp::create(
-        b, loc, mapping.lookupOrDefault(loop.getLowerBound()),
-        arith::MulIOp::create(b, loc, thread, columnStep));
-    auto strided = scf::ForOp::create(
-        b, loc, first, mapping.lookupOrDefault(loop.getUpperBound()),
-        arith::MulIOp::create(b, loc, columnStep, threads), identities);
-    {
-      OpBuilder::InsertionGuard inLoop(b);
-      Block *stridedBody = strided.getBody();
-      // A loop without iter_args comes with its yield.
-      if (stridedBody->mightHaveTerminator())
-        b.setInsertionPoint(stridedBody->getTerminator());
-      else
-        b.setInsertionPointToEnd(stridedBody);
-      IRMapping body = mapping;
-      body.map(loop.getInductionVar(), strided.getInductionVar());
-      for (auto [from, to] :
-           llvm::zip(loop.getRegionIterArgs(), strided.getRegionIterArgs()))
-        body.map(from, to);
-      for (Operation &nested : loop.getBody()->without_terminator())
-        b.clone(nested, body);
-      if (!stridedBody->mightHaveTerminator())
-        b.clone(*loop.getBody()->getTerminator(), body);
-    }
-    for (auto [i, combiner] : llvm::enumerate(combiners)) {
-      Value total =
-          reduceBlock(b, loc, combiner, strided.getResult(i), identities[i],
-                      launch.getWorkgroupAttributions()[nextShared++], thread);
-      mapping.map(loop.getResult(i),
-                  combine(b, loc, combiner,
-                          mapping.lookupOrDefault(loop.getInitArgs()[i]),
-                          total));
-    }
+    emitColumnLoop(b, loc, loop, mapping, thread, threads,
+                   launch.getWorkgroupAttributions(), nextShared);
   }
   gpu::TerminatorOp::create(b, loc);
   forall.erase();
+}
+
+/// Whether `op` is a row generic (convert-weft-to-linalg's cross-entropy,
+/// bufferized): parallel loops only, one iteration per row, whose body
+/// makes passes over the row's columns (scf.for loops that write nothing
+/// and carry only reductions) between pure computations, and yields the
+/// row's values.
+bool isRowGeneric(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() != 0)
+    return false;
+  bool anyPass = false;
+  for (Operation &nested : op.getRegion().front().without_terminator()) {
+    if (auto loop = dyn_cast<scf::ForOp>(nested)) {
+      bool writes =
+          loop.getBody()
+              ->walk([](Operation *inner) {
+                auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+                return effects && effects.hasEffect<MemoryEffects::Write>()
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
+              })
+              .wasInterrupted();
+      if (writes || !columnReductions(loop))
+        return false;
+      anyPass = true;
+      continue;
+    }
+    auto effects = dyn_cast<MemoryEffectOpInterface>(&nested);
+    if (nested.getNumRegions() || !effects ||
+        effects.hasEffect<MemoryEffects::Write>() ||
+        effects.hasEffect<MemoryEffects::Allocate>() ||
+        effects.hasEffect<MemoryEffects::Free>())
+      return false;
+  }
+  return anyPass;
+}
+
+/// The indices of `map`'s results at loop indices `ivs`.
+SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
+                             ValueRange ivs) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults())
+    indices.push_back(affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(map.getNumDims(), 0, expr), ivs));
+  return indices;
+}
+
+/// Replaces a row generic by a launch with one block per iteration (its
+/// loops linearized, the last fastest): the column loops stride over the
+/// block's threads and reduce over the block, as in a row kernel, and
+/// thread 0 stores the yielded values.
+void launchRowGeneric(linalg::GenericOp op, int64_t threadsPerBlock) {
+  Block &body = op.getRegion().front();
+  threadsPerBlock =
+      threadsForColumns(body.getOps<scf::ForOp>(), threadsPerBlock);
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  SmallVector<Range, 4> ranges =
+      cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+  SmallVector<Value> sizes;
+  for (Range range : ranges)
+    sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value rows = one;
+  for (Value size : sizes)
+    rows = arith::MulIOp::create(b, loc, rows, size);
+  Value threads = arith::ConstantIndexOp::create(b, loc, threadsPerBlock);
+  Value any =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, rows, zero);
+  auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(guard.thenBlock());
+  SmallVector<Type> shared;
+  for (auto loop : body.getOps<scf::ForOp>())
+    shared.append(loop.getNumRegionIterArgs(),
+                  warpTotalsType(b.getContext(), threadsPerBlock));
+  auto launch = gpu::LaunchOp::create(
+      b, loc, rows, one, one, threads, one, one, /*dynamicSharedMemorySize=*/
+      nullptr, /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{}, shared);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value thread = launch.getThreadIds().x;
+  SmallVector<Value> ivs(sizes.size());
+  Value rest = launch.getBlockIds().x;
+  for (int64_t loop = sizes.size() - 1; loop >= 0; --loop) {
+    ivs[loop] = loop ? arith::RemUIOp::create(b, loc, rest, sizes[loop]) : rest;
+    if (loop)
+      rest = arith::DivUIOp::create(b, loc, rest, sizes[loop]);
+  }
+  IRMapping mapping;
+  for (OpOperand &operand : op->getOpOperands()) {
+    Value element = operand.get();
+    if (body.getArgument(operand.getOperandNumber()).use_empty())
+      continue;
+    if (isa<MemRefType>(element.getType()))
+      element = memref::LoadOp::create(
+          b, loc, element,
+          indicesAt(b, loc, op.getMatchingIndexingMap(&operand), ivs));
+    mapping.map(body.getArgument(operand.getOperandNumber()), element);
+  }
+  unsigned nextShared = 0;
+  bool afterPass = false;
+  for (Operation &nested : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(nested)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    auto loop = dyn_cast<scf::ForOp>(nested);
+    if (!loop) {
+      b.clone(nested, mapping);
+      continue;
+    }
+    // The shared memory of the previous pass's reductions is read.
+    if (afterPass)
+      gpu::BarrierOp::create(b, loc);
+    afterPass = true;
+    emitColumnLoop(b, loc, loop, mapping, thread, threads,
+                   launch.getWorkgroupAttributions(), nextShared);
+  }
+  Value isFirst =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero);
+  auto store = scf::IfOp::create(b, loc, isFirst, false);
+  {
+    OpBuilder::InsertionGuard inIf(b);
+    b.setInsertionPointToStart(store.thenBlock());
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    for (auto [value, init] :
+         llvm::zip(yield.getValues(), op.getDpsInitsMutable()))
+      memref::StoreOp::create(
+          b, loc, mapping.lookupOrDefault(value), init.get(),
+          indicesAt(b, loc, op.getMatchingIndexingMap(&init), ivs));
+  }
+  gpu::TerminatorOp::create(b, loc);
+  op.erase();
 }
 
 struct WeftGpuRowReductionsPass
@@ -410,7 +682,14 @@ struct WeftGpuRowReductionsPass
         reductions.emplace_back(op, *reduction);
     });
     for (auto &[op, reduction] : reductions)
-      launchRows(op, reduction, threadsPerBlock);
+      launchRows(op, reduction, threadsPerBlock, minBlocks);
+    SmallVector<linalg::GenericOp> rowGenerics;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (isRowGeneric(op))
+        rowGenerics.push_back(op);
+    });
+    for (linalg::GenericOp op : rowGenerics)
+      launchRowGeneric(op, threadsPerBlock);
     SmallVector<scf::ForallOp> rowKernels;
     getOperation().walk([&](scf::ForallOp forall) {
       if (isRowKernel(forall))

@@ -43,16 +43,17 @@ func.func @row_sum(%x: memref<64x768xf32>, %sum: memref<64xf32>) {
 // -----
 
 // A softmax's maximum over the middle dim of [2, 5, 3]: 6 rows, the row
-// index split into (i, k) with k fastest, identity -inf; the body's work
-// before the combiner (here a scale) runs per element.
+// index split into (i, k) with k fastest (i is the quotient: the row is
+// below 6), identity -inf; the body's work before the combiner (here a
+// scale) runs per element.
 // CHECK-LABEL: func.func @middle_max
-// CHECK:         gpu.launch
-// CHECK:           %[[K:.*]] = arith.remui %{{.*}}, %c3
-// CHECK:           %[[REST:.*]] = arith.divui %{{.*}}, %c3
-// CHECK:           %[[I:.*]] = arith.remui %[[REST]], %c2
+// CHECK:         gpu.launch blocks(%[[ROW:[a-z0-9]+]], %{{.*}}, %{{.*}}) in
 // CHECK:           arith.constant 0xFF800000 : f32
-// CHECK:           scf.for
-// CHECK:             memref.load %arg0[%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:           %[[K:.*]] = arith.remui %[[ROW]], %c3
+// CHECK:           %[[I:.*]] = arith.divui %[[ROW]], %c3
+// CHECK:           scf.for %[[J:[a-z0-9]+]] = %{{.*}} to %c5
+// CHECK:             affine.apply #{{.*}}(%[[I]], %[[J]], %[[K]])
+// CHECK:             memref.load %arg0
 // CHECK:             arith.mulf
 // CHECK:             arith.maximumf
 // CHECK-COUNT-5:   gpu.shuffle  xor
@@ -64,6 +65,62 @@ func.func @middle_max(%x: memref<2x5x3xf32>, %max: memref<2x3xf32>) {
     %scaled = arith.mulf %in, %two : f32
     %m = arith.maximumf %acc, %scaled : f32
     linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// LayerNorm's scale gradient: a sum over the batch and sequence (two
+// reduction loops, linearized into one column index of 8 x 16) for each of
+// 64 features: one block per feature.
+// CHECK-LABEL: func.func @feature_sums
+// CHECK:         gpu.launch blocks(%[[ROW:[a-z0-9]+]], %{{.*}}) threads(%[[T:[a-z0-9]+]], %{{.*}}) in
+// CHECK:           scf.for %[[COL:[a-z0-9]+]] = %[[T]] to %{{.*}} step
+// CHECK:             %[[S:.*]] = arith.remui %[[COL]], %c16
+// CHECK:             %[[B:.*]] = arith.divui %[[COL]], %c16
+// CHECK:             affine.apply #{{.*}}(%[[ROW]], %[[B]], %[[S]])
+// CHECK:             memref.load %arg0[{{.*}}] : memref<8x16x64xf32>
+// CHECK-NOT:     gpu.launch
+func.func @feature_sums(%x: memref<8x16x64xf32>, %sum: memref<64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(c, b, s) -> (b, s, c)>, affine_map<(c, b, s) -> (c)>], iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%x : memref<8x16x64xf32>) outs(%sum : memref<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The gradient norm's sum of squares over a whole [512, 256] weight: one
+// row of 131072 columns, cut into min(132, 131072 / 1024) = 128 chunks, one
+// block each; their totals go to a temporary of 128 floats, which a second
+// launch of one block (128 threads) combines into the output.
+// CHECK-LABEL: func.func @sum_of_squares
+// CHECK:         %[[PARTIALS:.*]] = memref.alloc() : memref<128xf32>
+// CHECK:         gpu.launch blocks(%[[BLOCK:[a-z0-9]+]], %{{.*}}) threads(%[[T:[a-z0-9]+]], %{{.*}}) in (%{{[a-z0-9_]+}} = %c256{{[_0-9]*}}, {{.*}})
+// CHECK:           %[[BEGIN:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK:           %[[END:.*]] = arith.minui
+// CHECK:           %[[FIRST:.*]] = arith.addi %[[BEGIN]], %[[T]]
+// CHECK:           scf.for %[[COL:.*]] = %[[FIRST]] to %[[END]] step
+// CHECK:             arith.mulf
+// CHECK-COUNT-5:   gpu.shuffle  xor
+// CHECK:           memref.store %{{.*}}, %[[PARTIALS]][%[[BLOCK]]] : memref<128xf32>
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}, {{.*}}) threads(%[[T2:[a-z0-9]+]], %{{.*}}) in (%{{[a-z0-9_]+}} = %c128{{[_0-9]*}}, {{.*}})
+// CHECK:           scf.for %[[C:.*]] = %[[T2]] to %c128{{[_0-9]*}} step
+// CHECK:             memref.load %[[PARTIALS]]
+// CHECK:           memref.load %arg1[] : memref<f32>
+// CHECK:           memref.store %{{.*}}, %arg1[] : memref<f32>
+// CHECK:         memref.dealloc %[[PARTIALS]]
+func.func @sum_of_squares(%g: memref<512x256xf32>, %sum: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%g : memref<512x256xf32>) outs(%sum : memref<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %sq = arith.mulf %in, %in : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
   }
   return
 }
@@ -157,6 +214,63 @@ func.func @softmax_rows(%x: memref<4x32xf32>, %y: memref<4x32xf32>) {
       %q = arith.divf %e, %sum : f32
       memref.store %q, %out[%j] : memref<32xf32, strided<[1], offset: ?>>
     }
+  }
+  return
+}
+
+// -----
+
+// A row generic of convert-weft-to-linalg (the cross-entropy, bufferized):
+// one block per position, of 64 threads (the row's 64 classes); each pass
+// strides over the classes and reduces over the block, the label's logit is
+// read once, and thread 0 stores the loss and the log-sum-exp.
+// CHECK-LABEL: func.func @cross_entropy_rows
+// CHECK:         gpu.launch blocks(%[[ROW:[a-z0-9]+]], %{{.*}}, %{{.*}}) in (%{{[a-z0-9]+}} = %{{[a-z0-9_]+}}, {{.*}}) threads(%[[T:[a-z0-9]+]], %{{.*}}, %{{.*}}) in (%{{[a-z0-9]+}} = %c64{{[_0-9]*}}, {{.*}}) workgroup(%[[MAXES:.*]] : memref<2xf32, #gpu.address_space<workgroup>>, %[[SUMS:.*]] : memref<2xf32, #gpu.address_space<workgroup>>)
+// CHECK:           affine.apply #{{.*}}(%[[ROW]])
+// CHECK:           %[[LABEL:.*]] = memref.load %arg1
+// CHECK:           scf.for
+// CHECK:             arith.maxnumf
+// CHECK-COUNT-5:   gpu.shuffle  xor
+// CHECK:           memref.store %{{.*}}, %[[MAXES]]
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK:             math.exp
+// CHECK:           memref.store %{{.*}}, %[[SUMS]]
+// CHECK:           math.log
+// CHECK:           %[[IS_FIRST:.*]] = arith.cmpi eq, %[[T]], %c0
+// CHECK:           scf.if %[[IS_FIRST]]
+// CHECK:             memref.store %{{.*}}, %arg2[%{{.*}}]
+// CHECK:             memref.store %{{.*}}, %arg3[%{{.*}}]
+// CHECK:           gpu.terminator
+// CHECK-NOT:     linalg.generic
+func.func @cross_entropy_rows(%x: memref<6x64xf32>, %labels: memref<6xi64>, %loss: memref<6xf32>, %lse: memref<6xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%labels : memref<6xi64>) outs(%loss, %lse : memref<6xf32>, memref<6xf32>) {
+  ^bb0(%label: i64, %l: f32, %s: f32):
+    %row = linalg.index 0 : index
+    %max = scf.for %j = %c0 to %c64 step %c1 iter_args(%m = %ninf) -> (f32) {
+      %v = memref.load %x[%row, %j] : memref<6x64xf32>
+      %n = arith.maxnumf %m, %v fastmath<reassoc,contract> : f32
+      scf.yield %n : f32
+    }
+    %sum = scf.for %j = %c0 to %c64 step %c1 iter_args(%a = %zero) -> (f32) {
+      %v = memref.load %x[%row, %j] : memref<6x64xf32>
+      %d = arith.subf %v, %max : f32
+      %e = math.exp %d : f32
+      %n = arith.addf %a, %e fastmath<reassoc,contract> : f32
+      scf.yield %n : f32
+    }
+    %logsum = math.log %sum : f32
+    %total = arith.addf %max, %logsum : f32
+    %index = arith.index_cast %label : i64 to index
+    %picked = memref.load %x[%row, %index] : memref<6x64xf32>
+    %value = arith.subf %total, %picked : f32
+    linalg.yield %value, %total : f32, f32
   }
   return
 }

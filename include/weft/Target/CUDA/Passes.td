@@ -59,11 +59,22 @@ def WeftGpuRowReductions : Pass<"weft-gpu-row-reductions", "::mlir::func::FuncOp
       below, every thread goes on with the total, and a `gpu.barrier`
       separates the passes. A running value written per column (a scan) is
       not a reduction: such a kernel is left alone.
-    - a `linalg.generic` on memrefs with one reduction loop whose body ends
+    - a row generic of `convert-weft-to-linalg` (the cross-entropy): a
+      `linalg.generic` with parallel loops only whose body makes such
+      passes (writing nothing) between pure computations and yields the
+      row's values; one block per iteration, the passes as in a row
+      kernel, thread 0 storing the yielded values.
+    - a `linalg.generic` on memrefs with reduction loops whose body ends
       in `out = combiner(out, partial)` (`arith.addf`, `mulf`, `maximumf`,
       `minimumf`, `maxnumf`, `minnumf`: the backward pass's sums, for one),
       one block per row of its parallel loops (linearized; the last
-      fastest), thread 0 folding the total into the output.
+      fastest), its columns the reduction loops (linearized too), thread 0
+      folding the total into the output. Fewer rows than `min-blocks`, each
+      of at least 64 K columns (the gradient norm's sum over a whole
+      weight), are cut into chunks: rows × chunks blocks (chunks =
+      min(ceil(min-blocks / rows), ceil(columns / (4 × threads)))) write
+      their totals to a temporary, and a second launch of one block per row
+      combines them.
 
     A block reduction:
 
@@ -98,7 +109,10 @@ def WeftGpuRowReductions : Pass<"weft-gpu-row-reductions", "::mlir::func::FuncOp
   }];
   let options = [
     Option<"threadsPerBlock", "threads-per-block", "int64_t",
-           /*default=*/"256", "Threads of each row's block (a multiple of 32)">
+           /*default=*/"256", "Threads of each row's block (a multiple of 32)">,
+    Option<"minBlocks", "min-blocks", "int64_t", /*default=*/"132",
+           "Blocks a reduction of few long rows is spread over (the "
+           "GPU's SMs: 132 on an H100 or H200)">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
