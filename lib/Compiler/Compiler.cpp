@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Compiler/Compiler.h"
+#include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 
 #include "weft/Compiler/FrontEnd.h"
 #include "weft/Dialect/Weft/IR/Layers.h"
@@ -154,26 +155,7 @@ LogicalResult writeWeights(ModuleOp module,
 std::vector<weft::CollectiveReport>
 describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
   std::vector<weft::CollectiveReport> collectives;
-  // A function runs as often as its call sites do: a call in the
-  // micro-batch loop once per micro-batch, one in a case of a pipeline
-  // rank's schedule once per instruction of that case, a stage's layer
-  // calls once per run of the stage.
-  llvm::StringMap<SmallVector<std::pair<StringRef, int64_t>>> callers;
-  module.walk([&](func::CallOp call) {
-    callers[call.getCallee()].push_back(
-        {call->getParentOfType<func::FuncOp>().getSymName(),
-         weft::runsPerCall(call)});
-  });
-  llvm::StringMap<int64_t> runsOf;
-  std::function<int64_t(StringRef, unsigned)> runs = [&](StringRef function,
-                                                         unsigned depth) {
-    if (auto it = runsOf.find(function); it != runsOf.end())
-      return it->second;
-    int64_t total = 0;
-    for (auto [caller, times] : callers.lookup(function))
-      total += times * (depth < 64 ? runs(caller, depth + 1) : 1);
-    return runsOf[function] = std::max<int64_t>(total, 1);
-  };
+  llvm::StringMap<int64_t> runs = weft::runsPerEntryCall(module);
   module.walk([&](Operation *op) {
     auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
     if (!axes || op->getDialect()->getNamespace() != "shard" ||
@@ -206,10 +188,64 @@ describeCollectives(ModuleOp module, const weft::EntryMesh &mesh) {
     if (auto name = llvm::dyn_cast<NameLoc>(op->getLoc()))
       report.location = name.getName().str();
     report.runs = weft::runsPerCall(op) *
-                  runs(op->getParentOfType<func::FuncOp>().getSymName(), 0);
+                  runs.lookup(op->getParentOfType<func::FuncOp>().getSymName());
     collectives.push_back(std::move(report));
   });
   return collectives;
+}
+
+/// The kernel report's launches and buffers (weft-gpu-kernel-report).
+void describeKernels(DictionaryAttr kernels, weft::ProgramReport &report) {
+  auto integer = [](DictionaryAttr entry, StringRef key) -> int64_t {
+    auto value = entry.getAs<IntegerAttr>(key);
+    return value ? value.getInt() : 0;
+  };
+  auto text = [](DictionaryAttr entry, StringRef key) {
+    auto value = entry.getAs<StringAttr>(key);
+    return value ? value.str() : std::string();
+  };
+  auto flag = [](DictionaryAttr entry, StringRef key) {
+    auto value = entry.getAs<BoolAttr>(key);
+    return value && value.getValue();
+  };
+  auto integers = [](DictionaryAttr entry, StringRef key) {
+    std::vector<int64_t> values;
+    if (auto array = entry.getAs<ArrayAttr>(key))
+      for (Attribute value : array)
+        values.push_back(cast<IntegerAttr>(value).getInt());
+    return values;
+  };
+  if (auto launches = kernels.getAs<ArrayAttr>("launches"))
+    for (auto entry : launches.getAsRange<DictionaryAttr>()) {
+      weft::ProgramReport::Launch &launch = report.launches.emplace_back();
+      launch.id = integer(entry, "id");
+      launch.kind = text(entry, "kind");
+      launch.library = text(entry, "library");
+      launch.function = text(entry, "function");
+      launch.node = text(entry, "node");
+      launch.index = integer(entry, "index");
+      launch.runs = integer(entry, "runs");
+      launch.grid = integers(entry, "grid");
+      launch.block = integers(entry, "block");
+      launch.shape = integers(entry, "shape");
+      launch.flops = integer(entry, "flops");
+      launch.bytesRead = integer(entry, "bytes_read");
+      launch.bytesWritten = integer(entry, "bytes_written");
+      launch.elements = integer(entry, "elements");
+      launch.exact = flag(entry, "exact");
+      launch.tensorCores = flag(entry, "tensor_cores");
+    }
+  if (auto buffers = kernels.getAs<ArrayAttr>("buffers"))
+    for (auto entry : buffers.getAsRange<DictionaryAttr>()) {
+      weft::ProgramReport::DeviceBuffer &buffer =
+          report.deviceBuffers.emplace_back();
+      buffer.kind = text(entry, "kind");
+      buffer.type = text(entry, "type");
+      buffer.shape = integers(entry, "shape");
+      buffer.elementBits = integer(entry, "element_bits");
+      buffer.elements = integer(entry, "elements");
+      buffer.count = integer(entry, "count");
+    }
 }
 
 /// The memory a program's buffers take on each rank.
@@ -788,6 +824,19 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
     report.microbatchesInFlight =
         weft::pipeline::simulate(*schedule).peakInFlight[pipelineRank];
 
+  if (auto training = main->getAttrOfType<DictionaryAttr>(
+          weft::WeftDialect::kOptimizerAttrName)) {
+    if (auto flops = training.getAs<IntegerAttr>("flops"))
+      report.stepFlops = double(flops.getInt());
+    if (auto tokens = training.getAs<StringAttr>("tokens"))
+      for (const weft::EntryBuffer &b : buffers)
+        if (b.name == tokens.getValue()) {
+          report.tokensPerStep = 1;
+          for (int64_t d : b.globalShape)
+            report.tokensPerStep *= d;
+        }
+  }
+
   // The C `main` of the executable is the runtime's.
   constexpr llvm::StringLiteral entryName = "weft_model_main";
   if (failed(SymbolTable::replaceAllSymbolUses(
@@ -826,6 +875,9 @@ LogicalResult Compilation::compileProgram(ModuleOp program,
     report.temporaryBuffers = get("buffers");
     report.temporaryUnplannedBytes = get("unplanned_bytes");
   }
+  if (auto kernels =
+          program->getAttrOfType<DictionaryAttr>(weft::kKernelReportAttrName))
+    describeKernels(kernels, report);
   result.programs.push_back(std::move(report));
 
   llvm::LLVMContext llvmContext;

@@ -1,6 +1,7 @@
 //===- HtmlReport.cpp - A compiled program as one HTML page ---------------===//
 
 #include "weft/Compiler/HtmlReport.h"
+#include "weft/Compiler/KernelReport.h"
 #include "weft/runtime/ShardLayout.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -148,10 +149,10 @@ constexpr const char *kCollectiveColor = "#b07aa1";
 
 class Page {
 public:
-  explicit Page(const weft::CompileResult &result)
+  Page(const weft::CompileResult &result, const weft::planner::Gpu &gpu)
       : result(result), meshShape{result.programs.front().meshNames,
                                   result.programs.front().meshSizes},
-        ranks(meshShape.numRanks()) {}
+        ranks(meshShape.numRanks()), gpu(gpu) {}
 
   std::string render(const weft::TraceSummary *trace) {
     os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -165,6 +166,7 @@ public:
     collectives();
     pipeline();
     planner();
+    kernels();
     traceSection(trace);
     os << "</body></html>\n";
     return text;
@@ -183,6 +185,8 @@ private:
   const weft::CompileResult &result;
   const weft::runtime::MeshShape meshShape;
   const int64_t ranks;
+  /// The GPU the kernels are priced on.
+  const weft::planner::Gpu &gpu;
   std::string text;
   llvm::raw_string_ostream os{text};
 
@@ -521,6 +525,70 @@ private:
     os << "</ul>\n";
   }
 
+  void kernels() {
+    os << "<h2 id=\"kernels\">Kernels</h2>\n";
+    const weft::ProgramReport &program = result.programs.front();
+    if (program.launches.empty()) {
+      os << "<p>No kernels: the program is not compiled for the cuda "
+            "target (<code>--target=cuda</code> lists each kernel launch "
+            "and library call, priced on a GPU).</p>\n";
+      return;
+    }
+    weft::KernelPrediction prediction =
+        weft::predictKernels(program, gpu, weft::KernelCeilings{});
+    os << formatv("<p>Predicted on <b>{0}</b> by a roofline with achievable "
+                  "ceilings (docs/cuda-backend.md): {1} launches per step, "
+                  "{2} of HBM traffic, {3:F2} ms",
+                  escape(prediction.gpu), prediction.launchesPerStep,
+                  bytesText(prediction.hbmBytesPerStep),
+                  prediction.stepSeconds * 1e3);
+    if (prediction.tokensPerSecond > 0)
+      os << formatv(", {0:F0} tokens/s, MFU {1:F1}%",
+                    prediction.tokensPerSecond, prediction.mfu * 100);
+    os << formatv("; {0:F1}% of the matmul FLOPs on tensor cores; {1} "
+                  "launches of more than 64 K elements on fewer blocks than "
+                  "the GPU's {2} multiprocessors.</p>\n",
+                  prediction.matmulFlopsOnTensorCores * 100,
+                  prediction.undersizedLaunches, gpu.multiprocessors);
+    std::vector<size_t> order(program.launches.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    auto total = [&](size_t i) {
+      return prediction.launches[i].seconds * double(program.launches[i].runs);
+    };
+    llvm::stable_sort(order,
+                      [&](size_t a, size_t b) { return total(a) > total(b); });
+    os << "<table class=\"kernels\"><tr><th>#</th><th>what</th><th>ONNX "
+          "node</th><th>grid or GEMM</th><th>runs</th><th>GFLOP</th><th>"
+          "bytes</th><th>tensor cores</th><th>bound</th><th>µs per "
+          "run</th><th>share</th></tr>\n";
+    for (size_t i : llvm::ArrayRef(order).take_front(20)) {
+      const weft::ProgramReport::Launch &launch = program.launches[i];
+      std::string shape =
+          launch.kind == "gemm"
+              ? escape(launch.library) + " " + shapeText(launch.shape)
+              : shapeText(launch.grid) + " x " + shapeText(launch.block);
+      os << formatv("<tr><td class=\"n\">{0}</td><td>{1} in {2}</td><td>"
+                    "{3}</td><td>{4}</td><td class=\"n\">{5}</td><td "
+                    "class=\"n\">{6:F3}</td><td class=\"n\">{7}</td><td>{8}"
+                    "</td><td>{9}</td><td class=\"n\">{10:F1}</td><td "
+                    "class=\"n\">{11:F1}%</td></tr>\n",
+                    launch.id, escape(launch.kind), escape(launch.function),
+                    escape(launch.node), shape, launch.runs,
+                    double(launch.flops) / 1e9,
+                    bytesText(double(launch.bytesRead + launch.bytesWritten)),
+                    launch.tensorCores ? "yes" : "no",
+                    escape(prediction.launches[i].bound),
+                    prediction.launches[i].seconds * 1e6,
+                    100 * total(i) / prediction.stepSeconds);
+    }
+    os << "</table>\n<p class=\"note\">The 20 launches that take the most "
+          "time over a step, of "
+       << program.launches.size()
+       << "; <code>weftc --report=kernels --report-file F.json</code> lists "
+          "them all.</p>\n";
+  }
+
   void traceSection(const weft::TraceSummary *trace) {
     os << "<h2 id=\"trace\">Trace</h2>\n";
     if (!trace) {
@@ -567,9 +635,11 @@ private:
 } // namespace
 
 std::string weft::renderHtmlReport(const CompileResult &result,
-                                   const TraceSummary *trace) {
+                                   const TraceSummary *trace,
+                                   const planner::Gpu *gpu) {
   if (result.programs.empty())
     return "<!DOCTYPE html>\n<html><body><p>Nothing was compiled.</p></body>"
            "</html>\n";
-  return Page(result).render(trace);
+  planner::Gpu h200 = *gpuByName("h200");
+  return Page(result, gpu ? *gpu : h200).render(trace);
 }

@@ -14,10 +14,10 @@ std::optional<GemmShape> weft::matchGemm(linalg::GenericOp op) {
   SmallVector<utils::IteratorType> its = op.getIteratorTypesArray();
   if (llvm::count(its, utils::IteratorType::reduction) != 1)
     return std::nullopt;
-  // Body: yield(addf(out, mulf(in0, in1))) in either operand order.
+  // Body: yield(addf(out, mulf(in0, in1))) in either operand order, each
+  // input widened to the accumulator's type first where it is narrower
+  // (a bf16 product accumulated in f32).
   Block &body = op.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return std::nullopt;
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
   if (!add)
@@ -27,10 +27,20 @@ std::optional<GemmShape> weft::matchGemm(linalg::GenericOp op) {
   if (add.getLhs() != out && add.getRhs() != out)
     return std::nullopt;
   auto mul = product.getDefiningOp<arith::MulFOp>();
-  if (!mul || !((mul.getLhs() == body.getArgument(0) &&
-                 mul.getRhs() == body.getArgument(1)) ||
-                (mul.getLhs() == body.getArgument(1) &&
-                 mul.getRhs() == body.getArgument(0))))
+  if (!mul)
+    return std::nullopt;
+  unsigned widened = 0;
+  auto input = [&](Value v) {
+    if (auto extend = v.getDefiningOp<arith::ExtFOp>()) {
+      ++widened;
+      return extend.getIn();
+    }
+    return v;
+  };
+  Value lhs = input(mul.getLhs()), rhs = input(mul.getRhs());
+  if (!((lhs == body.getArgument(0) && rhs == body.getArgument(1)) ||
+        (lhs == body.getArgument(1) && rhs == body.getArgument(0))) ||
+      body.getOperations().size() != 3 + widened)
     return std::nullopt;
   // Every operand dim must be a loop or the constant 0.
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();

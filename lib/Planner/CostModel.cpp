@@ -52,6 +52,7 @@ std::optional<Cluster> Cluster::preset(const std::string &name, int64_t nodes) {
   if (name == "dgx-a100-80g") {
     cluster.gpu = {"A100-SXM4-80GB", 312 * tera, 312 * tera,
                    19.5 * tera,      80 * giga,  2039 * giga};
+    cluster.gpu.multiprocessors = 108;
     cluster.intraNode.bandwidth = 300 * giga; // NVLink 3: 600 GB/s both ways
     cluster.nicBandwidth = 25 * giga;         // HDR 200 Gb/s
   } else if (name == "dgx-h100" || name == "h200") {
@@ -63,6 +64,7 @@ std::optional<Cluster> Cluster::preset(const std::string &name, int64_t nodes) {
                    67 * tera,
                    (h200 ? 141 : 80) * giga,
                    (h200 ? 4800 : 3350) * giga};
+    cluster.gpu.multiprocessors = 132;
     cluster.intraNode.bandwidth = 450 * giga; // NVLink 4: 900 GB/s both ways
     cluster.nicBandwidth = 50 * giga;         // NDR 400 Gb/s
   } else {

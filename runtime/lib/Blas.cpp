@@ -1,6 +1,7 @@
 //===- Blas.cpp - GEMM calls emitted by weft-contractions-to-blas ---------===//
 //
-// c[batch.., m, n] += a[batch.., m, k] * b[batch.., k, n] on strided views.
+// c[batch.., m, n] += a[batch.., m, k] * b[batch.., k, n] on strided views,
+// a and b f32 or bf16 (widened first), c f32.
 // Each matrix goes to cblas_sgemm when one of its two dims is contiguous
 // (row-major as it is, or as a transpose); otherwise a plain loop runs.
 // Compiled with -fopenmp; executables link LLVM's libomp, which also
@@ -10,6 +11,7 @@
 
 #include "weft/runtime/Blas.h"
 
+#include "Bf16.h"
 #include "StridedView.h"
 
 #include <algorithm>
@@ -68,16 +70,11 @@ void gemmBlock(bool blas, CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB,
     }
 }
 
-} // namespace
-
 /// OpenBLAS runs single-threaded (the runner sets it): the threads are
 /// OpenMP's, shared with the compiled loops, so the two pools never spin
 /// against each other. Work is split over batches, or else over the larger
 /// of the rows and columns.
-extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
-                              void *descB, int64_t rankC, void *descC) {
-  View a = viewOf(rankA, descA), b = viewOf(rankB, descB),
-       c = viewOf(rankC, descC);
+void gemm(const View &a, const View &b, const View &c, int64_t rankC) {
   int64_t batchRank = rankC - 2;
   int64_t m = c.sizes[batchRank], n = c.sizes[batchRank + 1],
           k = a.sizes[batchRank + 1];
@@ -134,6 +131,57 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                   pc, 0, m, lo, hi, k);
     }
   }
+}
+
+/// A bf16 operand widened to f32 (exactly): the same sizes, contiguous
+/// strides, a broadcast dim (stride 0) kept broadcast.
+struct Widened {
+  std::vector<float> data;
+  std::vector<int64_t> strides;
+  View view;
+};
+
+Widened widen(int64_t rank, void *descriptor) {
+  View narrow = viewOf(rank, descriptor);
+  const auto *bits = reinterpret_cast<const uint16_t *>(narrow.aligned);
+  Widened wide;
+  wide.strides.assign(rank, 0);
+  int64_t elements = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (narrow.strides[d] == 0)
+      continue;
+    wide.strides[d] = elements;
+    elements *= narrow.sizes[d];
+  }
+  wide.data.resize(elements);
+#pragma omp parallel for schedule(static)
+  for (int64_t e = 0; e < elements; ++e) {
+    int64_t source = narrow.offset, rest = e;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (narrow.strides[d] == 0)
+        continue;
+      source += (rest % narrow.sizes[d]) * narrow.strides[d];
+      rest /= narrow.sizes[d];
+    }
+    wide.data[e] = weft::runtime::bf16ToFloat(bits[source]);
+  }
+  wide.view = {wide.data.data(), 0, narrow.sizes, wide.strides.data()};
+  return wide;
+}
+
+} // namespace
+
+extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
+                              void *descB, int64_t rankC, void *descC) {
+  gemm(viewOf(rankA, descA), viewOf(rankB, descB), viewOf(rankC, descC), rankC);
+}
+
+/// bf16 inputs accumulated in f32, as the compiled loop computes them: the
+/// inputs widened (exactly), then the f32 GEMM.
+extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
+                               void *descB, int64_t rankC, void *descC) {
+  Widened a = widen(rankA, descA), b = widen(rankB, descB);
+  gemm(a.view, b.view, viewOf(rankC, descC), rankC);
 }
 
 extern "C" char *openblas_get_corename(void);

@@ -231,6 +231,12 @@ struct Blas {
                              const float *, int, long long, const float *, int,
                              long long, const float *, float *, int, long long,
                              int);
+  /// cublasGemmStridedBatchedEx: typed operands (cudaDataType), a compute
+  /// type and an algorithm after the batch count.
+  int (*gemmStridedBatchedEx)(Handle, int, int, int, int, int, const void *,
+                              const void *, int, int, long long, const void *,
+                              int, int, long long, const void *, void *, int,
+                              int, long long, int, int, int);
   Handle handle = nullptr;
   CUstream stream = nullptr;
 };
@@ -268,6 +274,7 @@ const Blas &blas() {
     bind(loaded.create, "cublasCreate_v2");
     bind(loaded.setStream, "cublasSetStream_v2");
     bind(loaded.sgemmStridedBatched, "cublasSgemmStridedBatched");
+    bind(loaded.gemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
     if (int status = loaded.create(&loaded.handle))
       fail("cublasCreate failed with status " + std::to_string(status));
     check(cuda.streamCreate(&loaded.stream, /*CU_STREAM_NON_BLOCKING=*/1),
@@ -280,19 +287,27 @@ const Blas &blas() {
 
 } // namespace
 
-/// A GEMM of weft-contractions-to-blas on the GPU: c += a * b on strided
-/// views [batch..., rows, cols] whose matrices cuBLAS reads (the compiler
-/// calls only for those, weft::runtime::columnMajorLayout). cuBLAS is
-/// column-major: a row-major c is computed as c^T = b^T a^T. The last batch
-/// dim is cuBLAS's strided batch, the others a loop. Returns when c is
-/// written: the kernels that follow run on other streams.
-extern "C" void weft_cuda_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
-                                   void *descB, int64_t rankC, void *descC) {
+namespace {
+
+/// The input types of a GEMM of weft-contractions-to-blas: f32 through
+/// cublasSgemmStridedBatched, or bf16 through cublasGemmStridedBatchedEx
+/// on tensor cores, accumulating in f32; c is f32 either way.
+enum class GemmInputs { F32, BF16 };
+
+/// c += a * b on strided views [batch..., rows, cols] whose matrices cuBLAS
+/// reads (the compiler calls only for those, weft::runtime::
+/// columnMajorLayout). cuBLAS is column-major: a row-major c is computed as
+/// c^T = b^T a^T. The last batch dim is cuBLAS's strided batch, the others
+/// a loop. Returns when c is written: the kernels that follow run on other
+/// streams.
+void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
+              void *descB, int64_t rankC, void *descC) {
   using weft::runtime::columnMajorLayout;
   using weft::runtime::View;
   View a = weft::runtime::viewOf(rankA, descA),
        b = weft::runtime::viewOf(rankB, descB),
        c = weft::runtime::viewOf(rankC, descC);
+  int64_t inputBytes = inputs == GemmInputs::F32 ? 4 : 2;
   int64_t batchRank = rankC - 2;
   int64_t m = c.sizes[batchRank], n = c.sizes[batchRank + 1],
           k = a.sizes[batchRank + 1];
@@ -322,33 +337,52 @@ extern "C" void weft_cuda_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
   if (count == 0 || outer == 0)
     return;
   constexpr int kNoTranspose = 0, kTranspose = 1;
+  // cudaDataType and cublasComputeType_t, cublasGemmAlgo_t (library_types.h,
+  // cublas_api.h).
+  constexpr int kR32F = 0, kR16BF = 14, kCompute32F = 68, kDefaultAlgo = -1;
   const Blas &cublas = blas();
   const float one = 1.0f;
+  auto gemm = [&](bool transA, bool transB, int64_t rows, int64_t cols,
+                  const char *x, int64_t ldx, int64_t strideX, const char *y,
+                  int64_t ldy, int64_t strideY, float *z, int64_t ldz) {
+    int opA = transA ? kTranspose : kNoTranspose,
+        opB = transB ? kTranspose : kNoTranspose;
+    if (inputs == GemmInputs::F32)
+      return cublas.sgemmStridedBatched(
+          cublas.handle, opA, opB, rows, cols, k, &one,
+          reinterpret_cast<const float *>(x), ldx, strideX,
+          reinterpret_cast<const float *>(y), ldy, strideY, &one, z, ldz,
+          strideC, count);
+    return cublas.gemmStridedBatchedEx(
+        cublas.handle, opA, opB, rows, cols, k, &one, x, kR16BF, ldx, strideX,
+        y, kR16BF, ldy, strideY, &one, z, kR32F, ldz, strideC, count,
+        kCompute32F, kDefaultAlgo);
+  };
   for (int64_t index = 0; index < outer; ++index) {
-    const float *pa = a.aligned + a.offset, *pb = b.aligned + b.offset;
-    float *pc = c.aligned + c.offset;
+    int64_t offsetA = a.offset, offsetB = b.offset, offsetC = c.offset;
     for (int64_t d = batchRank - 2, rest = index; d >= 0; --d) {
       int64_t i = rest % c.sizes[d];
       rest /= c.sizes[d];
-      pa += i * a.strides[d];
-      pb += i * b.strides[d];
-      pc += i * c.strides[d];
+      offsetA += i * a.strides[d];
+      offsetB += i * b.strides[d];
+      offsetC += i * c.strides[d];
     }
-    int status;
-    if (lc->transposed)
-      status = cublas.sgemmStridedBatched(
-          cublas.handle, lb->transposed ? kNoTranspose : kTranspose,
-          la->transposed ? kNoTranspose : kTranspose, n, m, k, &one, pb, lb->ld,
-          strideB, pa, la->ld, strideA, &one, pc, lc->ld, strideC, count);
-    else
-      status = cublas.sgemmStridedBatched(
-          cublas.handle, la->transposed ? kTranspose : kNoTranspose,
-          lb->transposed ? kTranspose : kNoTranspose, m, n, k, &one, pa, la->ld,
-          strideA, pb, lb->ld, strideB, &one, pc, lc->ld, strideC, count);
+    const char *pa =
+        reinterpret_cast<const char *>(a.aligned) + offsetA * inputBytes;
+    const char *pb =
+        reinterpret_cast<const char *>(b.aligned) + offsetB * inputBytes;
+    float *pc = c.aligned + offsetC;
+    int status = lc->transposed
+                     ? gemm(!lb->transposed, !la->transposed, n, m, pb, lb->ld,
+                            strideB, pa, la->ld, strideA, pc, lc->ld)
+                     : gemm(la->transposed, lb->transposed, m, n, pa, la->ld,
+                            strideA, pb, lb->ld, strideB, pc, lc->ld);
     if (status != 0) {
       fprintf(stderr,
-              "error: CUDA: cublasSgemmStridedBatched (%lld x %lld x %lld, "
-              "%lld batches) failed with status %d\n",
+              "error: CUDA: %s (%lld x %lld x %lld, %lld batches) failed "
+              "with status %d\n",
+              inputs == GemmInputs::F32 ? "cublasSgemmStridedBatched"
+                                        : "cublasGemmStridedBatchedEx (bf16)",
               (long long)m, (long long)n, (long long)k, (long long)count,
               status);
       std::_Exit(1);
@@ -356,6 +390,20 @@ extern "C" void weft_cuda_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
   }
   check(driver().streamSynchronize(cublas.stream), "cuStreamSynchronize",
         "a GEMM");
+}
+
+} // namespace
+
+/// weft-contractions-to-blas's GEMMs on the GPU: f32, and bf16 inputs
+/// accumulated in f32.
+extern "C" void weft_cuda_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
+                                   void *descB, int64_t rankC, void *descC) {
+  cudaGemm(GemmInputs::F32, rankA, descA, rankB, descB, rankC, descC);
+}
+
+extern "C" void weft_cuda_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
+                                    void *descB, int64_t rankC, void *descC) {
+  cudaGemm(GemmInputs::BF16, rankA, descA, rankB, descB, rankC, descC);
 }
 
 std::unique_ptr<weft::runtime::Device>

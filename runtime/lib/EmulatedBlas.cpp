@@ -18,13 +18,15 @@
 
 extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC);
+extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
+                               void *descB, int64_t rankC, void *descC);
 
 namespace {
 
 /// Checks that a GEMM operand lies inside its allocation and is a matrix
 /// cuBLAS reads, as it is on a GPU.
 void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
-                      bool isWrite) {
+                      int64_t elementBytes, bool isWrite) {
   using weft::runtime::View;
   View view = weft::runtime::viewOf(rank, descriptor);
   if (!weft::runtime::columnMajorLayout(
@@ -47,21 +49,36 @@ void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
     (span < 0 ? low : high) += span;
   }
   auto base = reinterpret_cast<uintptr_t>(view.aligned);
-  weft::runtime::emulation::checkAccess(base, base + low * sizeof(float),
-                                        (high - low + 1) *
-                                            int64_t(sizeof(float)),
+  weft::runtime::emulation::checkAccess(base, base + low * elementBytes,
+                                        (high - low + 1) * elementBytes,
                                         isWrite, "GEMM (cuBLAS) operand", name);
+}
+
+/// The checks a GPU would fail without, for `a` and `b` of `inputBytes`
+/// bytes an element and `c` of f32.
+void checkGemm(int64_t inputBytes, int64_t rankA, void *descA, int64_t rankB,
+               void *descB, int64_t rankC, void *descC) {
+  checkGemmOperand("a", rankA, descA, inputBytes, /*isWrite=*/false);
+  checkGemmOperand("b", rankB, descB, inputBytes, /*isWrite=*/false);
+  // c += a * b reads c as well.
+  checkGemmOperand("c", rankC, descC, 4, /*isWrite=*/false);
+  checkGemmOperand("c", rankC, descC, 4, /*isWrite=*/true);
 }
 
 } // namespace
 
-/// The emulation's cuBLAS GEMM (c += a * b, weft-contractions-to-blas):
+/// The emulation's cuBLAS GEMMs (c += a * b, weft-contractions-to-blas):
 /// the CPU runtime's, after the checks a GPU would fail without.
 extern "C" void weft_emulated_gemm_f32(int64_t rankA, void *descA,
                                        int64_t rankB, void *descB,
                                        int64_t rankC, void *descC) {
-  checkGemmOperand("a", rankA, descA, /*isWrite=*/false);
-  checkGemmOperand("b", rankB, descB, /*isWrite=*/false);
-  checkGemmOperand("c", rankC, descC, /*isWrite=*/true);
+  checkGemm(4, rankA, descA, rankB, descB, rankC, descC);
   weft_gemm_f32(rankA, descA, rankB, descB, rankC, descC);
+}
+
+extern "C" void weft_emulated_gemm_bf16(int64_t rankA, void *descA,
+                                        int64_t rankB, void *descB,
+                                        int64_t rankC, void *descC) {
+  checkGemm(2, rankA, descA, rankB, descB, rankC, descC);
+  weft_gemm_bf16(rankA, descA, rankB, descB, rankC, descC);
 }

@@ -8,6 +8,12 @@
 // a pointer that is in no device allocation (a host pointer a real GPU
 // could not read), ends the run with one line naming the kernel.
 //
+// With $WEFT_EMULATION_COUNTS naming a file, it also counts the distinct
+// bytes each launch reads and writes (the launches and GEMMs the kernel
+// report numbered mark their start) and writes them there at exit, one
+// line per run of a launch: its id, bytes read, bytes written. The kernel
+// report's byte counts are tested against these.
+//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceAllocations.h"
@@ -20,6 +26,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 
 namespace weft::runtime {
 namespace emulation {
@@ -56,6 +64,82 @@ bool findAllocation(uintptr_t address, uintptr_t &begin, size_t &bytes) {
   begin = lastBegin = it->first;
   bytes = lastBytes = it->second;
   return true;
+}
+
+/// Byte ranges, merged where they touch.
+class ByteRanges {
+public:
+  void add(uintptr_t begin, uintptr_t end) {
+    auto next = ranges.upper_bound(begin);
+    if (next != ranges.begin() && std::prev(next)->second >= begin) {
+      --next;
+      begin = next->first;
+      end = std::max(end, next->second);
+      next = ranges.erase(next);
+    }
+    while (next != ranges.end() && next->first <= end) {
+      end = std::max(end, next->second);
+      next = ranges.erase(next);
+    }
+    ranges.emplace(begin, end);
+  }
+  uint64_t bytes() const {
+    uint64_t total = 0;
+    for (auto [begin, end] : ranges)
+      total += end - begin;
+    return total;
+  }
+  void clear() { ranges.clear(); }
+
+private:
+  std::map<uintptr_t, uintptr_t> ranges;
+};
+
+/// The distinct bytes each run of a numbered launch touches, when
+/// $WEFT_EMULATION_COUNTS asks for them.
+struct LaunchCounts {
+  std::string path;
+  int64_t current = -1;
+  ByteRanges reads, writes;
+  struct Run {
+    int64_t id;
+    uint64_t read, written;
+  };
+  std::vector<Run> runs;
+
+  void finishLaunch() {
+    if (current >= 0)
+      runs.push_back({current, reads.bytes(), writes.bytes()});
+    current = -1;
+    reads.clear();
+    writes.clear();
+  }
+};
+
+LaunchCounts *counts() {
+  static LaunchCounts *counting = [] {
+    const char *path = std::getenv("WEFT_EMULATION_COUNTS");
+    if (!path || !*path)
+      return static_cast<LaunchCounts *>(nullptr);
+    auto *created = new LaunchCounts();
+    created->path = path;
+    std::atexit([] {
+      LaunchCounts *c = counts();
+      c->finishLaunch();
+      FILE *file = fopen(c->path.c_str(), "w");
+      if (!file) {
+        fprintf(stderr, "error: cannot write $WEFT_EMULATION_COUNTS '%s'\n",
+                c->path.c_str());
+        return;
+      }
+      for (const LaunchCounts::Run &run : c->runs)
+        fprintf(file, "%" PRId64 " %" PRIu64 " %" PRIu64 "\n", run.id, run.read,
+                run.written);
+      fclose(file);
+    });
+    return created;
+  }();
+  return counting;
 }
 
 } // namespace
@@ -127,6 +211,9 @@ void weft::runtime::emulation::checkAccess(uintptr_t base, uintptr_t address,
     std::_Exit(1);
   }
   int64_t offset = int64_t(address - begin);
+  if (LaunchCounts *launches = counts(); launches && launches->current >= 0)
+    (isWrite ? launches->writes : launches->reads)
+        .add(address, address + uintptr_t(bytes));
   if (address < begin || offset + bytes > int64_t(size)) {
     fprintf(stderr,
             "error: emulated CUDA %s %s %s bytes [%" PRId64 ", %" PRId64
@@ -146,4 +233,14 @@ extern "C" void weft_emulation_check_access(int64_t base, int64_t address,
   weft::runtime::emulation::checkAccess(uintptr_t(base), uintptr_t(address),
                                         bytes, isWrite, "kernel",
                                         reinterpret_cast<const char *>(kernel));
+}
+
+/// Called by emulated code (weft-gpu-emulate-launches) where the launch or
+/// GEMM numbered `id` by the kernel report starts.
+extern "C" void weft_emulation_launch(int64_t id) {
+  if (weft::runtime::emulation::LaunchCounts *launches =
+          weft::runtime::emulation::counts()) {
+    launches->finishLaunch();
+    launches->current = id;
+  }
 }

@@ -82,3 +82,44 @@ func.func @row_max(%x: tensor<4x8xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
   } -> tensor<4xf32>
   return %2 : tensor<4xf32>
 }
+
+// -----
+
+// A transpose read only by a GEMM folds into the GEMM's indexing (the
+// weight gradient's g^T x): the library reads g transposed, no copy.
+// CHECK-DAG: #[[GT:.*]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-LABEL: func.func @transposed_operand
+// CHECK-NOT:   linalg.transpose
+// CHECK:       linalg.generic {indexing_maps = [#[[GT]], #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<6x5xf32>, tensor<6x4xf32>)
+func.func @transposed_operand(%g: tensor<6x5xf32>, %x: tensor<6x4xf32>, %init: tensor<5x4xf32>) -> tensor<5x4xf32> {
+  %e = tensor.empty() : tensor<5x6xf32>
+  %t = linalg.transpose ins(%g : tensor<6x5xf32>) outs(%e : tensor<5x6xf32>) permutation = [1, 0]
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%t, %x : tensor<5x6xf32>, tensor<6x4xf32>) outs(%init : tensor<5x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<5x4xf32>
+  return %r : tensor<5x4xf32>
+}
+
+// -----
+
+// A transpose that would leave the operand's matrix without a contiguous
+// dim (the input's innermost dim becomes the batch) stays a copy.
+// CHECK-LABEL: func.func @transposed_batch
+// CHECK:       linalg.transpose
+// CHECK:       linalg.generic
+func.func @transposed_batch(%g: tensor<5x6x2xf32>, %x: tensor<2x6x4xf32>, %init: tensor<2x5x4xf32>) -> tensor<2x5x4xf32> {
+  %e = tensor.empty() : tensor<2x5x6xf32>
+  %t = linalg.transpose ins(%g : tensor<5x6x2xf32>) outs(%e : tensor<2x5x6xf32>) permutation = [2, 0, 1]
+  %r = linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%t, %x : tensor<2x5x6xf32>, tensor<2x6x4xf32>) outs(%init : tensor<2x5x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x5x4xf32>
+  return %r : tensor<2x5x4xf32>
+}

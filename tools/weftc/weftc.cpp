@@ -12,12 +12,14 @@
 
 #include "weft/Compiler/Compiler.h"
 #include "weft/Compiler/HtmlReport.h"
+#include "weft/Compiler/KernelReport.h"
 #include "weft/InitAllPasses.h"
 #include "weft/Support/CrashGuard.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -57,12 +59,20 @@ static cl::opt<std::string> report(
     cl::desc("--report (or =text) prints each program's memory and "
              "collectives; --report=html writes them, the sharding of every "
              "parameter, the pipeline schedule and the planner's choices as "
-             "one HTML page (--report-file)"),
-    cl::ValueOptional, cl::value_desc("text|html"), cl::cat(category));
+             "one HTML page (--report-file); --report=kernels (the cuda "
+             "targets) prices every kernel launch and library call on "
+             "--gpu, and writes them as JSON to --report-file if given"),
+    cl::ValueOptional, cl::value_desc("text|html|kernels"), cl::cat(category));
 static cl::opt<std::string>
     reportFile("report-file",
-               cl::desc("Where --report=html goes (default <output>.html)"),
+               cl::desc("Where --report=html goes (default <output>.html), "
+                        "or --report=kernels's JSON"),
                cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string>
+    gpu("gpu",
+        cl::desc("The GPU --report=kernels and --report=html price the "
+                 "kernels on: a100, h100 or h200 (the planner's presets)"),
+        cl::init("h200"), cl::cat(category));
 static cl::opt<std::string> reportTrace(
     "report-trace",
     cl::desc("A Chrome trace of a run (weft-run --trace) for the HTML report "
@@ -223,6 +233,37 @@ static std::string runtimeDirectory(const char *argv0) {
   return path.str().str();
 }
 
+/// --report=kernels: each program's kernels priced on `gpu`, as text on
+/// stdout and, with --report-file, as JSON (one program's object, or an
+/// array of a pipeline's).
+static bool writeKernelReport(const weft::CompileResult &result,
+                              const weft::planner::Gpu &gpu) {
+  llvm::json::Array programs;
+  for (const weft::ProgramReport &program : result.programs) {
+    if (program.launches.empty()) {
+      llvm::errs() << "weftc: error: --report=kernels: the program was not "
+                      "lowered to kernels (--emit=obj or exe)\n";
+      return false;
+    }
+    weft::KernelPrediction prediction = weft::predictKernels(program, gpu);
+    weft::printKernelReport(program, prediction, llvm::outs());
+    programs.push_back(weft::kernelReportJSON(program, prediction, gpu));
+  }
+  if (reportFile.empty())
+    return true;
+  std::error_code error;
+  llvm::raw_fd_ostream out(reportFile, error);
+  if (error) {
+    llvm::errs() << "weftc: error: cannot write the report '" << reportFile
+                 << "': " << error.message() << "\n";
+    return false;
+  }
+  out << llvm::formatv("{0:2}\n", programs.size() == 1
+                                      ? std::move(programs[0])
+                                      : llvm::json::Value(std::move(programs)));
+  return true;
+}
+
 int main(int argc, char **argv) {
   weft::installCrashGuard("weftc");
   llvm::InitLLVM init(argc, argv);
@@ -237,10 +278,20 @@ int main(int argc, char **argv) {
   bool textReport =
       report.getNumOccurrences() && (report.empty() || report == "text");
   bool htmlReport = report == "html";
-  if (report.getNumOccurrences() && !textReport && !htmlReport)
-    return fail("--report must be text or html, not '" + report + "'");
-  if (!htmlReport && (!reportFile.empty() || !reportTrace.empty()))
-    return fail("--report-file and --report-trace go with --report=html");
+  bool kernelReport = report == "kernels";
+  if (report.getNumOccurrences() && !textReport && !htmlReport && !kernelReport)
+    return fail("--report must be text, html or kernels, not '" + report + "'");
+  if (!htmlReport && !reportTrace.empty())
+    return fail("--report-trace goes with --report=html");
+  if (!htmlReport && !kernelReport && !reportFile.empty())
+    return fail("--report-file goes with --report=html or --report=kernels");
+  std::optional<weft::planner::Gpu> reportGpu = weft::gpuByName(gpu);
+  if (!reportGpu)
+    return fail("--gpu must be a100, h100 or h200, not '" + gpu + "'");
+  if (kernelReport && !llvm::StringRef(target).starts_with("cuda"))
+    return fail("--report=kernels reports the kernels of --target=cuda or "
+                "cuda-emulation, not '" +
+                target + "'");
   std::optional<weft::TraceSummary> trace;
   if (!reportTrace.empty()) {
     std::string error;
@@ -315,8 +366,11 @@ int main(int argc, char **argv) {
     llvm::raw_fd_ostream out(path, error);
     if (error)
       return fail("cannot write the report '" + path + "': " + error.message());
-    out << weft::renderHtmlReport(*result, trace ? &*trace : nullptr);
+    out << weft::renderHtmlReport(*result, trace ? &*trace : nullptr,
+                                  &*reportGpu);
   }
+  if (kernelReport && !writeKernelReport(*result, *reportGpu))
+    return 1;
   if (timeStages)
     for (const weft::StageTime &time : result->stageTimes)
       llvm::errs() << llvm::format("weftc: time: %-32s %8.2f s\n",

@@ -15,6 +15,8 @@ extern "C" {
 void memrefCopy(int64_t elementSize, void *source, void *target);
 void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB, void *descB,
                    int64_t rankC, void *descC);
+void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB, void *descB,
+                    int64_t rankC, void *descC);
 void *_mlir_memref_to_llvm_alloc(size_t bytes);
 void _mlir_memref_to_llvm_free(void *pointer);
 }
@@ -130,6 +132,52 @@ TEST(Gemm, BatchedTransposedAndBroadcast) {
   checkGemm({a.data(), a.data(), 0, {2, 3, 5}, {1, 2, 6}},
             {b.data(), b.data(), 0, {2, 5, 4}, {20, 4, 1}},
             {c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}});
+}
+
+/// A bf16 input (any bf16 will do: the float's top half) and its value.
+uint16_t truncateToBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return uint16_t(bits >> 16);
+}
+double bf16Value(uint16_t bits) {
+  uint32_t wide = uint32_t(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, 4);
+  return value;
+}
+
+TEST(Gemm, Bf16InputsAccumulateInF32) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> a(64), b(64);
+  for (auto *v : {&a, &b})
+    for (uint16_t &x : *v)
+      x = truncateToBf16(normal(rng));
+  std::vector<float> c(64);
+  for (float &x : c)
+    x = normal(rng);
+  std::vector<float> before = c;
+  auto bits = [](std::vector<uint16_t> &v) {
+    return reinterpret_cast<float *>(v.data());
+  };
+  // 2 batches of [3 x 5] * [5 x 4]: a starts at element 2, b is read
+  // transposed and broadcast over the batch.
+  Descriptor<3> da{bits(a), bits(a), 2, {2, 3, 5}, {15, 5, 1}};
+  Descriptor<3> db{bits(b), bits(b), 0, {2, 5, 4}, {0, 1, 5}};
+  Descriptor<3> dc{c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}};
+  Unranked ua{3, &da}, ub{3, &db}, uc{3, &dc};
+  weft_gemm_bf16(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor);
+  for (int64_t batch = 0; batch < 2; ++batch)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        double expected = before[batch * 12 + i * 4 + j];
+        for (int64_t p = 0; p < 5; ++p)
+          expected += bf16Value(a[2 + batch * 15 + i * 5 + p]) *
+                      bf16Value(b[p + j * 5]);
+        EXPECT_NEAR(c[batch * 12 + i * 4 + j], expected, 1e-5)
+            << "batch " << batch << " i " << i << " j " << j;
+      }
 }
 
 TEST(Collectives, OneRankIsTheIdentity) {

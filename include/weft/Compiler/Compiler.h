@@ -175,6 +175,35 @@ struct ProgramReport {
   /// Pipelines: micro-batches in flight at most on this rank.
   int64_t microbatchesInFlight = 0;
   std::vector<CollectiveReport> collectives;
+  /// A training step: its contractions' FLOPs and the tokens it trains on.
+  double stepFlops = 0;
+  int64_t tokensPerStep = 0;
+  /// The CUDA target: every kernel launch and library call of the program,
+  /// in the order they first run (weft-gpu-kernel-report), with what a
+  /// roofline needs; empty for other targets.
+  struct Launch {
+    int64_t id = 0;
+    std::string kind;    // "kernel" or "gemm"
+    std::string library; // a GEMM's library function
+    std::string function, node;
+    int64_t index = 0; // among its function's launches
+    int64_t runs = 1;  // per run of the program
+    std::vector<int64_t> grid, block;
+    std::vector<int64_t> shape; // a GEMM's batch, m, n, k
+    int64_t flops = 0, bytesRead = 0, bytesWritten = 0, elements = 0;
+    bool exact = true; // false: the bytes are an upper bound
+    bool tensorCores = false;
+  };
+  std::vector<Launch> launches;
+  /// Every buffer the CUDA target's host code allocates, views or receives,
+  /// by type: what the memory plan holds.
+  struct DeviceBuffer {
+    std::string kind; // argument, alloc, view
+    std::string type;
+    std::vector<int64_t> shape;
+    int64_t elementBits = 0, elements = 0, count = 0;
+  };
+  std::vector<DeviceBuffer> deviceBuffers;
 };
 
 /// The wall time of one stage of the compilation, summed over the

@@ -12,6 +12,7 @@
 #define WEFT_COMPILER_HTMLREPORT_H
 
 #include "weft/Compiler/Compiler.h"
+#include "weft/Planner/CostModel.h"
 
 #include <optional>
 #include <string>
@@ -37,9 +38,11 @@ struct TraceSummary {
 std::optional<TraceSummary> summarizeTrace(const std::string &path,
                                            std::string &error);
 
-/// The report of `result`, a whole HTML document; `trace` may be null.
+/// The report of `result`, a whole HTML document; `trace` may be null. A
+/// CUDA program's kernels are priced on `gpu` (null: an H200).
 std::string renderHtmlReport(const CompileResult &result,
-                             const TraceSummary *trace);
+                             const TraceSummary *trace,
+                             const planner::Gpu *gpu = nullptr);
 
 } // namespace weft
 

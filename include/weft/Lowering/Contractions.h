@@ -24,7 +24,8 @@ struct GemmShape {
 };
 
 /// Matches a generic computing out[batch.., m, n] += a[.., m, k] * b[.., k, n]
-/// with plain dim or constant-0 indexing.
+/// with plain dim or constant-0 indexing; `a` and `b` may be narrower floats
+/// than `out`, widened in the body (bf16 products accumulated in f32).
 std::optional<GemmShape> matchGemm(mlir::linalg::GenericOp op);
 
 } // namespace weft

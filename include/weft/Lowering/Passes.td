@@ -92,6 +92,18 @@ def WeftFuseElementwise : Pass<"weft-fuse-elementwise"> {
     each it would be recomputed per user, and a training step's backward
     reads most forward values several times, so fusing them all repeats
     work at run time and grows the kernels LLVM compiles.
+
+    A `linalg.transpose` read only by a contraction is folded into the
+    contraction's indexing map instead of being copied: the GEMM library
+    reads its input as a transposed (or batch-strided) view, where the
+    input's innermost dim stays one of the operand's two matrix dims.
+
+    ```mlir
+    %t = linalg.transpose ins(%g : tensor<256x320xf32>) outs(%e : tensor<320x256xf32>) permutation = [1, 0]
+    %dw = linalg.generic {indexing_maps = [(m, n, k) -> (m, k), ...]} ins(%t, %x : ...)
+    // becomes
+    %dw = linalg.generic {indexing_maps = [(m, n, k) -> (k, m), ...]} ins(%g, %x : ...)
+    ```
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

@@ -44,6 +44,8 @@ struct Gpu {
   double opOverhead = 0;
   /// A cache an op's data may fit in (0: none modelled), and its bandwidth.
   double cacheBytes = 0, cacheBandwidth = 0;
+  /// Streaming multiprocessors: a kernel of fewer blocks leaves some idle.
+  int64_t multiprocessors = 0;
 };
 
 /// Which fraction of a peak work reaches: constants of the cost model, 1 for

@@ -75,10 +75,17 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       return failure();
     for (Value operand : op->getOperands()) {
       auto type = dyn_cast<MemRefType>(operand.getType());
-      if (!type || !type.getElementType().isF32() || !type.hasStaticShape() ||
+      if (!type || !type.hasStaticShape() ||
           ShapedType::isDynamic(type.getStridesAndOffset().second))
         return failure();
     }
+    // f32 x f32, or bf16 x bf16 accumulated in f32.
+    Type input = getElementTypeOrSelf(op.getDpsInputs()[0].getType());
+    if (!getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32() ||
+        getElementTypeOrSelf(op.getDpsInputs()[1].getType()) != input ||
+        !(input.isF32() || input.isBF16()))
+      return failure();
+    std::string function = callee + (input.isF32() ? "_f32" : "_bf16");
     SmallVector<int64_t> loopSizes = op.getStaticLoopRanges();
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     unsigned aIndex = gemm->lhsIsA ? 0 : 1, bIndex = 1 - aIndex;
@@ -105,20 +112,21 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     Value a = gemmView(rewriter, loc, aOperand, aType);
     Value b = gemmView(rewriter, loc, bOperand, bType);
     Value c = gemmView(rewriter, loc, cOperand, cType);
-    auto unranked = UnrankedMemRefType::get(rewriter.getF32Type(), 0);
     SmallVector<Value> args;
-    for (Value v : {a, b, c})
-      args.push_back(memref::CastOp::create(rewriter, loc, unranked, v));
+    SmallVector<Type> argTypes;
+    for (Value v : {a, b, c}) {
+      argTypes.push_back(UnrankedMemRefType::get(getElementTypeOrSelf(v), 0));
+      args.push_back(memref::CastOp::create(rewriter, loc, argTypes.back(), v));
+    }
     auto module = op->getParentOfType<ModuleOp>();
-    if (!module.lookupSymbol(callee)) {
+    if (!module.lookupSymbol(function)) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
-      auto decl = func::FuncOp::create(
-          rewriter, loc, callee,
-          rewriter.getFunctionType({unranked, unranked, unranked}, {}));
+      auto decl = func::FuncOp::create(rewriter, loc, function,
+                                       rewriter.getFunctionType(argTypes, {}));
       decl.setPrivate();
     }
-    func::CallOp::create(rewriter, loc, callee, TypeRange{}, args);
+    func::CallOp::create(rewriter, loc, function, TypeRange{}, args);
     rewriter.eraseOp(op);
     return success();
   }

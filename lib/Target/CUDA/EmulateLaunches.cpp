@@ -1,5 +1,8 @@
 //===- EmulateLaunches.cpp - Test tool: kernels run on the CPU ------------===//
 
+#include "LaunchMemory.h"
+
+#include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Target/CUDA/Passes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -16,12 +19,37 @@ namespace weft {
 } // namespace weft
 
 using namespace mlir;
+using weft::isThreadPrivate;
 
 namespace {
 
 /// The runtime's check (runtime/lib/EmulatedDevice.cpp): base, address,
 /// bytes, whether it writes, the kernel's name; all i64.
 constexpr llvm::StringLiteral kCheckAccess = "weft_emulation_check_access";
+
+/// The runtime's mark of a launch's start (runtime/lib/EmulatedDevice.cpp):
+/// the launch's place in the kernel report (weft.launch_id), an i64; the
+/// bytes it touches are counted under that id.
+constexpr llvm::StringLiteral kLaunchMark = "weft_emulation_launch";
+
+/// Calls kLaunchMark before `op` when the kernel report numbered it.
+void markLaunch(OpBuilder &b, ModuleOp module, Operation *op) {
+  auto id = op->getAttrOfType<IntegerAttr>(weft::kLaunchIdAttrName);
+  if (!id)
+    return;
+  if (!module.lookupSymbol(kLaunchMark)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto mark = func::FuncOp::create(b, module.getLoc(), kLaunchMark,
+                                     b.getFunctionType({b.getI64Type()}, {}));
+    mark.setPrivate();
+  }
+  b.setInsertionPoint(op);
+  Value number = arith::ConstantIntOp::create(b, op->getLoc(), b.getI64Type(),
+                                              id.getInt());
+  func::CallOp::create(b, op->getLoc(), kLaunchMark, TypeRange(),
+                       ValueRange{number});
+}
 
 /// Ops after which the threads of a block continue together: the emulation
 /// runs every thread up to one before any runs past it.
@@ -32,22 +60,6 @@ bool isSyncPoint(Operation *op) {
 /// Ops whose meaning depends on threads running together.
 bool synchronizesThreads(Operation *op) {
   return isSyncPoint(op) || isa<gpu::AllReduceOp, gpu::SubgroupReduceOp>(op);
-}
-
-/// Whether `memref` is memory of one thread (a stack buffer the kernel
-/// made) rather than device memory.
-bool isThreadPrivate(Value memref, gpu::LaunchOp launch) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  Operation *def = memref.getDefiningOp();
-  return def && isa<memref::AllocaOp>(def) && launch->isProperAncestor(def);
-}
-
-/// Whether `memref` is the block's shared memory (a workgroup attribution).
-bool isShared(Value memref, gpu::LaunchOp launch) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  return llvm::is_contained(launch.getWorkgroupAttributions(), memref);
 }
 
 /// How a launch is named in the emulation's messages: its function, its
@@ -147,15 +159,8 @@ void AccessChecker::checkAccess(OpBuilder &b, Location loc, Value memref,
 LogicalResult AccessChecker::instrument(gpu::LaunchOp launch, int64_t index) {
   SmallVector<Operation *> accesses;
   WalkResult walk = launch.getBody().walk([&](Operation *op) {
-    Value memref;
-    if (auto load = dyn_cast<memref::LoadOp>(op))
-      memref = load.getMemRef();
-    else if (auto store = dyn_cast<memref::StoreOp>(op))
-      memref = store.getMemRef();
-    else if (auto rmw = dyn_cast<memref::AtomicRMWOp>(op))
-      memref = rmw.getMemref();
-    if (memref) {
-      if (!isThreadPrivate(memref, launch) && !isShared(memref, launch))
+    if (isa<memref::LoadOp, memref::StoreOp, memref::AtomicRMWOp>(op)) {
+      if (weft::deviceMemoryAccessed(op, launch))
         accesses.push_back(op);
       return WalkResult::advance();
     }
@@ -487,13 +492,15 @@ struct WeftGpuEmulateLaunchesPass
     ModuleOp module = getOperation();
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (isa<gpu::LaunchOp, gpu::AllocOp, gpu::DeallocOp, gpu::MemcpyOp>(op))
+      if (isa<gpu::LaunchOp, gpu::AllocOp, gpu::DeallocOp, gpu::MemcpyOp>(op) ||
+          (isa<func::CallOp>(op) && op->hasAttr(weft::kLaunchIdAttrName)))
         ops.push_back(op);
     });
     AccessChecker checker(module);
     llvm::DenseMap<Operation *, int64_t> launchesPerFunction;
     IRRewriter rewriter(&getContext());
     for (Operation *op : ops) {
+      markLaunch(rewriter, module, op);
       rewriter.setInsertionPoint(op);
       if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
         int64_t index =

@@ -22,7 +22,8 @@ std::string weft::cudaToolkitPath() {
 
 /// Everything up to the kernels as gpu.launch ops in host functions, with
 /// the host's buffers in device memory. Each GEMM whose operands cuBLAS
-/// reads becomes a host call of `gemm` (cuBLAS, or the emulation's).
+/// reads becomes a host call of a `gemm` function (cuBLAS, or the
+/// emulation's).
 static std::string kernelsPipeline(const weft::LoweringOptions &options,
                                    llvm::StringRef gemm) {
   return weft::bufferizedLinalgPipeline(options) +
@@ -32,13 +33,13 @@ static std::string kernelsPipeline(const weft::LoweringOptions &options,
          "func.func(weft-gpu-row-reductions,weft-gpu-tiled-transposes),"
          "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
          "weft-gpu-launch-loops),"
-         "weft-gpu-device-memory,";
+         "weft-gpu-device-memory,weft-gpu-kernel-report,";
 }
 
 void weft::buildLowerToNVVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options,
                                     llvm::StringRef format) {
-  std::string pipeline = kernelsPipeline(options, "weft_cuda_gemm_f32");
+  std::string pipeline = kernelsPipeline(options, kCudaGemm);
   pipeline += "gpu-kernel-outlining,weft-gpu-kernel-names,"
               "func.func(gpu-async-region),";
   // Each nvvm-attach-target adds one chip; the binary holds a cubin per chip.
@@ -82,8 +83,8 @@ static std::string emulatedKernelsToLLVMPipeline() {
 
 void weft::buildEmulatedCUDAPipeline(OpPassManager &pm,
                                      const LoweringOptions &options) {
-  std::string pipeline = kernelsPipeline(options, "weft_emulated_gemm_f32") +
-                         emulatedKernelsToLLVMPipeline();
+  std::string pipeline =
+      kernelsPipeline(options, kEmulatedGemm) + emulatedKernelsToLLVMPipeline();
   std::string error;
   llvm::raw_string_ostream os(error);
   if (failed(parsePassPipeline(pipeline, pm, os)))

@@ -1,5 +1,5 @@
 // RUN: weft-opt %s -split-input-file -weft-contractions-to-blas | FileCheck %s
-// RUN: weft-opt %s -split-input-file -weft-contractions-to-blas="callee=weft_cuda_gemm_f32 require-unit-strides=1" | FileCheck %s --check-prefix=CUBLAS
+// RUN: weft-opt %s -split-input-file -weft-contractions-to-blas="callee=weft_cuda_gemm require-unit-strides=1" | FileCheck %s --check-prefix=CUBLAS
 
 // A batched matmul whose rhs is broadcast over the batch: views with
 // stride 0 for the broadcast batch dim, then one call.
@@ -107,6 +107,56 @@ func.func @no_unit_stride(%a: memref<2x3xf32, strided<[6, 2]>>, %b: memref<3x5xf
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A bf16 product accumulated in f32 (the inputs widened in the body, as a
+// --precision bf16 step lowers its contractions): the bf16 GEMM, its
+// operands passed as bf16 and f32 views; on a GPU, tensor cores.
+// CHECK-LABEL: func.func private @weft_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>)
+// CHECK-LABEL: func.func @bf16_inputs
+// CHECK: %[[A:.*]] = memref.cast %{{.*}} : memref<8x4xbf16, strided<[4, 1]>> to memref<*xbf16>
+// CHECK: %[[B:.*]] = memref.cast %{{.*}} : memref<4x16xbf16, strided<[16, 1]>> to memref<*xbf16>
+// CHECK: %[[C:.*]] = memref.cast %{{.*}} : memref<8x16xf32, strided<[16, 1]>> to memref<*xf32>
+// CHECK: call @weft_gemm_bf16(%[[A]], %[[B]], %[[C]])
+// CHECK-NOT: linalg.generic
+// CUBLAS-LABEL: func.func @bf16_inputs
+// CUBLAS: call @weft_cuda_gemm_bf16
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+func.func @bf16_inputs(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8x16xf32>) {
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %wx = arith.extf %x : bf16 to f32
+    %wy = arith.extf %y : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A bf16 output is not a GEMM the runtime has: the loops stay.
+// CHECK-LABEL: func.func @bf16_accumulator
+// CHECK-NOT: call
+// CHECK: linalg.generic
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+func.func @bf16_accumulator(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8x16xbf16>) {
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xbf16>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: bf16):
+    %p = arith.mulf %x, %y : bf16
+    %s = arith.addf %acc, %p : bf16
+    linalg.yield %s : bf16
   }
   return
 }

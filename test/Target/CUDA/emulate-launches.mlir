@@ -159,3 +159,29 @@ func.func @unchecked_copy(%a: memref<4xf32>, %b: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A launch and a GEMM the kernel report numbered (weft.launch_id) first
+// tell the runtime their number, which counts the bytes each touches under
+// it ($WEFT_EMULATION_COUNTS).
+// CHECK-LABEL: func.func @numbered
+// CHECK:         %[[SEVEN:.*]] = arith.constant 7 : i64
+// CHECK:         call @weft_emulation_launch(%[[SEVEN]]) : (i64) -> ()
+// CHECK:         scf.for
+// CHECK:         %[[EIGHT:.*]] = arith.constant 8 : i64
+// CHECK:         call @weft_emulation_launch(%[[EIGHT]]) : (i64) -> ()
+// CHECK-NEXT:    call @weft_emulated_gemm_f32
+func.func private @weft_emulated_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>)
+func.func @numbered(%buf: memref<8xf32>, %a: memref<*xf32>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %v = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    memref.store %v, %buf[%tx] : memref<8xf32>
+    gpu.terminator
+  } {weft.launch_id = 7 : i64}
+  call @weft_emulated_gemm_f32(%a, %a, %a) {weft.launch_id = 8 : i64} : (memref<*xf32>, memref<*xf32>, memref<*xf32>) -> ()
+  return
+}

@@ -24,24 +24,41 @@ def WeftExpandBf16Conversions : Pass<"weft-expand-bf16-conversions"> {
 }
 
 def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
-  let summary = "Replace f32 GEMM-shaped linalg.generic on memrefs by BLAS calls";
+  let summary = "Replace GEMM-shaped linalg.generic on memrefs by BLAS calls";
   let description = [{
     A `linalg.generic` on memrefs whose body is `out + a * b` over one
     reduction dim, with `a` indexed by (batch..., m, k) and `b` by
     (batch..., k, n) in any order and layout, becomes a call of the runtime's
     `weft_gemm_f32(a, b, c)` (`c += a * b`). Each operand is passed as a
     strided view of shape [batch..., rows, cols] built with
-    `memref.reinterpret_cast`; a broadcast batch dim gets stride 0.
+    `memref.reinterpret_cast`; a broadcast batch dim gets stride 0. A bf16
+    product accumulated in f32 (`a` and `b` bf16, widened in the body, `c`
+    f32) calls `weft_gemm_bf16` instead: the callee is `callee` followed by
+    the inputs' element type.
 
     The CUDA target names its own `callee` (cuBLAS, or the emulation's
     checked CPU BLAS) and sets `require-unit-strides`: a GEMM becomes a call
     only when each operand's matrix has a contiguous dim
     (weft::runtime::columnMajorLayout); the others stay loops, which become
     kernels.
+
+    ```mlir
+    linalg.generic {...} ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+    ^bb0(%x: bf16, %y: bf16, %acc: f32):
+      %wx = arith.extf %x : bf16 to f32
+      %wy = arith.extf %y : bf16 to f32
+      %p = arith.mulf %wx, %wy : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    }
+    // becomes
+    call @weft_gemm_bf16(%ua, %ub, %uc) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>) -> ()
+    ```
   }];
   let options = [
-    Option<"callee", "callee", "std::string", /*default=*/"\"weft_gemm_f32\"",
-           "The runtime function each GEMM calls">,
+    Option<"callee", "callee", "std::string", /*default=*/"\"weft_gemm\"",
+           "The runtime's GEMM functions, without the suffix naming the "
+           "inputs' element type (_f32, _bf16)">,
     Option<"requireUnitStrides", "require-unit-strides", "bool",
            /*default=*/"false",
            "Call only for operands a column-major GEMM library reads">

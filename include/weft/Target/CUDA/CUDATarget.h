@@ -25,6 +25,12 @@ constexpr const char *kCudaChips[] = {"sm_90", "sm_80"};
 /// The PTX version the kernels are written in: sm_90 needs PTX 8.0.
 constexpr const char *kCudaPtxFeatures = "+ptx80";
 
+/// The runtime's GEMMs (c += a * b on strided views, weft-contractions-to-
+/// blas), named with the inputs' element type after them (_f32, _bf16):
+/// cuBLAS on a GPU, the CPU's BLAS under the emulation.
+constexpr const char *kCudaGemm = "weft_cuda_gemm";
+constexpr const char *kEmulatedGemm = "weft_emulated_gemm";
+
 /// The CUDA toolkit whose ptxas assembles the kernels and whose libdevice
 /// they link: $CUDA_HOME, else the one found when Weft was built.
 std::string cudaToolkitPath();

@@ -179,6 +179,40 @@ def WeftGpuDeviceMemory : Pass<"weft-gpu-device-memory", "::mlir::ModuleOp"> {
   ];
 }
 
+def WeftGpuKernelReport : Pass<"weft-gpu-kernel-report", "::mlir::ModuleOp"> {
+  let summary = "Count what each kernel and library call of the host code does";
+  let description = [{
+    Once the step's work is kernels and library calls in host code (after
+    `weft-gpu-device-memory`), this pass records, for each `gpu.launch` and
+    each GEMM the target hands cuBLAS, what a roofline needs: the grid and
+    block, the floating-point operations, the distinct bytes read and
+    written (a GPU's caches keep repeated reads of one element off HBM), and
+    how often it runs per call of the entry function (the calls of the
+    function holding it and the host loops around it). The launches are
+    listed in the order they first run, each stamped with its place
+    (`weft.launch_id`), under the module's `weft.kernel_report`, which also
+    lists every buffer host code allocates or views. The compiler prices the
+    list on a named GPU (`weftc --report=kernels`); the emulation counts the
+    bytes each launch really touches, by the same ids.
+
+    Executions are counted exactly for the launch's first and last blocks,
+    thread by thread (guards and thread-strided loops evaluated), and the
+    middle blocks are taken to do what the first does. The bytes of one
+    buffer are its accesses' executions times the element's size, at most
+    the buffer's size. A launch whose indices come from memory (a gather,
+    a scatter) or whose loop bounds cannot be evaluated is marked inexact:
+    its bytes are an upper bound.
+
+    ```mlir
+    gpu.launch blocks(...) in (%gx = %c4, ...) threads(...) in (%sx = %c256, ...) {
+      ... memref.load %x[%i] : memref<1024xf32> ...
+    }
+    // is listed as
+    {block = [256, 1, 1], bytes_read = 4096, grid = [4, 1, 1], kind = "kernel", ...}
+    ```
+  }];
+}
+
 def WeftGpuKernelNames : Pass<"weft-gpu-kernel-names", "::mlir::ModuleOp"> {
   let summary = "Give kernels names PTX accepts";
   let description = [{
@@ -211,6 +245,12 @@ def WeftGpuEmulateLaunches : Pass<"weft-gpu-emulate-launches", "::mlir::ModuleOp
     in no device allocation (a host pointer, which a GPU cannot read). A
     kernel's own stack buffers are not checked; an op that touches device
     memory other than by a load, a store or an atomic is refused.
+
+    A launch or GEMM the kernel report numbered (`weft.launch_id`,
+    `weft-gpu-kernel-report`) first calls `weft_emulation_launch(id)`: with
+    `$WEFT_EMULATION_COUNTS` set, the runtime counts the distinct bytes
+    each run of it reads and writes, which the report's counts are tested
+    against.
 
     A kernel that synchronizes its threads (`gpu.barrier`, shuffles,
     reductions across threads) cannot run one thread at a time and is

@@ -6,6 +6,7 @@
 #include "weft/Dialect/Weft/IR/Layers.h"
 #include "weft/Dialect/Weft/IR/Parameters.h"
 #include "weft/Dialect/Weft/IR/RuntimeTypes.h"
+#include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -48,6 +49,17 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
     if (!isa<ModuleOp>(op) || !llvm::isa<DictionaryAttr>(attr.getValue()))
       return op->emitError()
              << "'" << name << "' must be a dictionary on a module";
+    return success();
+  }
+  if (name == kKernelReportAttrName) {
+    if (!isa<ModuleOp>(op) || !llvm::isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a dictionary on a module";
+    return success();
+  }
+  if (name == kLaunchIdAttrName) {
+    if (!llvm::isa<IntegerAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be an integer";
     return success();
   }
   if (name == kOutputsAttrName) {

@@ -2,9 +2,13 @@
 
 #include "weft/Dialect/Weft/Transforms/StepPhases.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+
+#include <functional>
 
 using namespace mlir;
 
@@ -33,5 +37,30 @@ int64_t weft::runsPerCall(Operation *op) {
         runs *= std::max<int64_t>(0, (*upper - *lower + *step - 1) / *step);
     }
   }
+  return runs;
+}
+
+llvm::StringMap<int64_t> weft::runsPerEntryCall(ModuleOp module) {
+  // A call in the micro-batch loop runs once per micro-batch, one in a case
+  // of a pipeline rank's schedule once per instruction of that case, a
+  // stage's layer calls once per run of the stage.
+  llvm::StringMap<SmallVector<std::pair<StringRef, int64_t>>> callers;
+  module.walk([&](func::CallOp call) {
+    callers[call.getCallee()].push_back(
+        {call->getParentOfType<func::FuncOp>().getSymName(),
+         runsPerCall(call)});
+  });
+  llvm::StringMap<int64_t> runs;
+  std::function<int64_t(StringRef, unsigned)> runsOf = [&](StringRef function,
+                                                           unsigned depth) {
+    if (auto it = runs.find(function); it != runs.end())
+      return it->second;
+    int64_t total = 0;
+    for (auto [caller, times] : callers.lookup(function))
+      total += times * (depth < 64 ? runsOf(caller, depth + 1) : 1);
+    return runs[function] = std::max<int64_t>(total, 1);
+  };
+  for (auto func : module.getOps<func::FuncOp>())
+    runsOf(func.getSymName(), 0);
   return runs;
 }

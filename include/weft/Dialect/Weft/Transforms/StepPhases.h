@@ -14,7 +14,9 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace weft {
 
@@ -70,6 +72,11 @@ inline bool isStepSource(mlir::Operation *op, llvm::ArrayRef<mlir::Value> reads,
 /// rank's schedule switch runs as often as the case (`weft.case_runs`),
 /// whatever the length of the schedule loop around it.
 int64_t runsPerCall(mlir::Operation *op);
+
+/// How many times each function of `module` runs per run of the functions
+/// nobody calls (the entry): the sum over its call sites of the runs of the
+/// call (runsPerCall) times the runs of the caller; at least 1.
+llvm::StringMap<int64_t> runsPerEntryCall(mlir::ModuleOp module);
 
 } // namespace weft
 

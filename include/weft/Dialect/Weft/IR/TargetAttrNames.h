@@ -1,0 +1,26 @@
+//===- TargetAttrNames.h - weft attributes the targets set ------*- C++ -*-===//
+//
+// Attributes a target's lowering puts on the IR for the compiler to read
+// back, kept out of the dialect's TableGen so that a target's fact does not
+// rebuild every user of the dialect. The dialect's verifier accepts them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_DIALECT_WEFT_IR_TARGETATTRNAMES_H
+#define WEFT_DIALECT_WEFT_IR_TARGETATTRNAMES_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace weft {
+
+/// Module attribute: what each kernel and library call of the CUDA target's
+/// host code does (weft-gpu-kernel-report; a dictionary).
+inline constexpr llvm::StringLiteral kKernelReportAttrName =
+    "weft.kernel_report";
+/// On a `gpu.launch` or a library call: its place in the kernel report (an
+/// integer), by which the emulation counts its bytes.
+inline constexpr llvm::StringLiteral kLaunchIdAttrName = "weft.launch_id";
+
+} // namespace weft
+
+#endif // WEFT_DIALECT_WEFT_IR_TARGETATTRNAMES_H
