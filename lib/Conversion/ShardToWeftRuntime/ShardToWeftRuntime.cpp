@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Conversion/NewBufferBufferization.h"
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/Weft/IR/RuntimeTypes.h"
 #include "weft/runtime/Contract.h"
@@ -65,23 +66,7 @@ FunctionType runtimeFunctionType(MLIRContext *ctx, Type elementType,
 /// result is a new buffer, and the runtime call fills it.
 template <typename OpTy>
 struct CollectiveBufferization
-    : public bufferization::BufferizableOpInterface::ExternalModel<
-          CollectiveBufferization<OpTy>, OpTy> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const bufferization::AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const bufferization::AnalysisState &) const {
-    return false;
-  }
-  bool bufferizesToAllocation(Operation *, Value) const { return true; }
-  bufferization::AliasingValueList
-  getAliasingValues(Operation *, OpOperand &,
-                    const bufferization::AnalysisState &) const {
-    return {};
-  }
-
+    : public weft::NewBufferBufferization<CollectiveBufferization<OpTy>, OpTy> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const bufferization::BufferizationOptions &options,
                           bufferization::BufferizationState &state) const {

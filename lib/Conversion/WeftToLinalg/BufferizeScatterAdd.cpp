@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/Conversion/NewBufferBufferization.h"
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
@@ -24,23 +25,8 @@ using namespace mlir;
 namespace {
 
 struct ScatterAddBufferization
-    : public bufferization::BufferizableOpInterface::ExternalModel<
-          ScatterAddBufferization, weft::ScatterAddOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const bufferization::AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const bufferization::AnalysisState &) const {
-    return false;
-  }
-  bool bufferizesToAllocation(Operation *, Value) const { return true; }
-  bufferization::AliasingValueList
-  getAliasingValues(Operation *, OpOperand &,
-                    const bufferization::AnalysisState &) const {
-    return {};
-  }
-
+    : public weft::NewBufferBufferization<ScatterAddBufferization,
+                                          weft::ScatterAddOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const bufferization::BufferizationOptions &options,
                           bufferization::BufferizationState &state) const {

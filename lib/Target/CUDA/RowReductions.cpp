@@ -136,6 +136,37 @@ Value reduceBlock(OpBuilder &b, Location loc, Operation *combiner, Value value,
   return reduceWarp(b, loc, combiner, gather.getResult(0));
 }
 
+/// The block's total of `partialAt(i)` for i = first, first + threads, ...
+/// below end: each thread combines its strided columns, then the block
+/// combines the threads' partials (reduceBlock); the total is valid in
+/// thread 0.
+Value reduceStrided(OpBuilder &b, Location loc, Operation *combiner,
+                    Value first, Value end, Value threads, Value identity,
+                    Value warpTotals, Value thread,
+                    function_ref<Value(OpBuilder &, Value)> partialAt) {
+  auto columns =
+      scf::ForOp::create(b, loc, first, end, threads, ValueRange{identity});
+  {
+    OpBuilder::InsertionGuard inLoop(b);
+    b.setInsertionPointToStart(columns.getBody());
+    Value partial = partialAt(b, columns.getInductionVar());
+    scf::YieldOp::create(
+        b, loc,
+        combine(b, loc, combiner, columns.getRegionIterArgs()[0], partial));
+  }
+  return reduceBlock(b, loc, combiner, columns.getResult(0), identity,
+                     warpTotals, thread);
+}
+
+/// Leaves `b` inside an `if` that only thread 0 enters.
+void enterThreadZero(OpBuilder &b, Location loc, Value thread) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value isFirst =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero);
+  auto store = scf::IfOp::create(b, loc, isFirst, false);
+  b.setInsertionPointToStart(store.thenBlock());
+}
+
 /// The loads of one iteration of `op`'s body at loop indices `ivs`, then
 /// its computation up to (not including) the combiner: the partial.
 Value emitPartial(OpBuilder &b, Location loc, linalg::GenericOp op,
@@ -296,28 +327,18 @@ void launchRows(linalg::GenericOp op, const RowReduction &reduction,
     // Each thread's partial over the columns begin + thread, + threads, ...
     Value first =
         partials ? Value(arith::AddIOp::create(b, loc, begin, thread)) : thread;
-    auto columns =
-        scf::ForOp::create(b, loc, first, end, threads, ValueRange{identity});
-    {
-      OpBuilder::InsertionGuard inLoop(b);
-      b.setInsertionPointToStart(columns.getBody());
-      SmallVector<Value> columnIvs = ivs;
-      delinearize(b, loc, columns.getInductionVar(), reduction.reductionLoops,
-                  sizes, columnIvs);
-      Value partial = emitPartial(b, loc, op, reduction, columnIvs);
-      scf::YieldOp::create(b, loc,
-                           combine(b, loc, reduction.combiner,
-                                   columns.getRegionIterArgs()[0], partial));
-    }
     Value total =
-        reduceBlock(b, loc, reduction.combiner, columns.getResult(0), identity,
-                    launch.getWorkgroupAttributions()[0], thread);
+        reduceStrided(b, loc, reduction.combiner, first, end, threads, identity,
+                      launch.getWorkgroupAttributions()[0], thread,
+                      [&](OpBuilder &nb, Value column) {
+                        SmallVector<Value> columnIvs = ivs;
+                        delinearize(nb, loc, column, reduction.reductionLoops,
+                                    sizes, columnIvs);
+                        return emitPartial(nb, loc, op, reduction, columnIvs);
+                      });
     // Thread 0 folds the total into the output's initial value, or keeps
     // its chunk's total for the second launch.
-    Value isFirst =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero);
-    auto store = scf::IfOp::create(b, loc, isFirst, false);
-    b.setInsertionPointToStart(store.thenBlock());
+    enterThreadZero(b, loc, thread);
     if (partials)
       memref::StoreOp::create(b, loc, total, partials, blockId);
     else
@@ -341,26 +362,15 @@ void launchRows(linalg::GenericOp op, const RowReduction &reduction,
     Value thread = second.getThreadIds().x;
     Value identity = identityIn(b);
     Value first = arith::MulIOp::create(b, loc, row, chunkCount);
-    auto gather = scf::ForOp::create(b, loc, thread, chunkCount, combiners,
-                                     ValueRange{identity});
-    {
-      OpBuilder::InsertionGuard inLoop(b);
-      b.setInsertionPointToStart(gather.getBody());
-      Value partial =
-          memref::LoadOp::create(b, loc, partials,
-                                 ValueRange{arith::AddIOp::create(
-                                     b, loc, first, gather.getInductionVar())});
-      scf::YieldOp::create(b, loc,
-                           combine(b, loc, reduction.combiner,
-                                   gather.getRegionIterArgs()[0], partial));
-    }
-    Value total =
-        reduceBlock(b, loc, reduction.combiner, gather.getResult(0), identity,
-                    second.getWorkgroupAttributions()[0], thread);
-    Value isFirst =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero);
-    auto store = scf::IfOp::create(b, loc, isFirst, false);
-    b.setInsertionPointToStart(store.thenBlock());
+    Value total = reduceStrided(
+        b, loc, reduction.combiner, thread, chunkCount, combiners, identity,
+        second.getWorkgroupAttributions()[0], thread,
+        [&](OpBuilder &nb, Value chunk) -> Value {
+          return memref::LoadOp::create(
+              nb, loc, partials,
+              ValueRange{arith::AddIOp::create(nb, loc, first, chunk)});
+        });
+    enterThreadZero(b, loc, thread);
     SmallVector<Value> ivs(sizes.size(), zero);
     delinearize(b, loc, row, rowLoops, sizes, ivs);
     foldIntoOutput(b, loc, op, reduction.combiner, ivs, total);
@@ -649,12 +659,9 @@ void launchRowGeneric(linalg::GenericOp op, int64_t threadsPerBlock) {
     emitColumnLoop(b, loc, loop, mapping, thread, threads,
                    launch.getWorkgroupAttributions(), nextShared);
   }
-  Value isFirst =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero);
-  auto store = scf::IfOp::create(b, loc, isFirst, false);
   {
     OpBuilder::InsertionGuard inIf(b);
-    b.setInsertionPointToStart(store.thenBlock());
+    enterThreadZero(b, loc, thread);
     auto yield = cast<linalg::YieldOp>(body.getTerminator());
     for (auto [value, init] :
          llvm::zip(yield.getValues(), op.getDpsInitsMutable()))
