@@ -164,6 +164,26 @@ Value reassociable(Value accumulated) {
   return accumulated;
 }
 
+/// The type a sum of `element`s accumulates in (a contraction, a
+/// reduction): f32 for bf16 and f16
+/// (mixed precision: 16-bit operands, a float accumulator), else itself.
+Type accumulatorOf(Type element) {
+  return element.isBF16() || element.isF16()
+             ? Type(Float32Type::get(element.getContext()))
+             : element;
+}
+
+/// `value` (a float accumulator) in `element`s.
+Value narrowTo(OpBuilder &b, Location loc, Value value, Type element) {
+  auto type = typeOf(value);
+  if (type.getElementType() == element)
+    return value;
+  return elementwise(b, loc, type.clone(element), ValueRange{value},
+                     [element](OpBuilder &nb, Location nloc, ValueRange s) {
+                       return castScalar(nb, nloc, s[0], element);
+                     });
+}
+
 /// Reduces `input` over `axes` (no kept dims) with `combine`, starting from
 /// `init`. `extra` inputs are read with the input's own indexing (they must
 /// have the input's shape or broadcast to it along reduced dims as given by
@@ -190,18 +210,23 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
   SmallVector<AffineExpr> outputExprs;
   for (size_t i = 0; i < kept.size(); ++i)
     outputExprs.push_back(getAffineDimExpr(i, ctx));
-  auto resultType = RankedTensorType::get(keptShape, type.getElementType());
+  // A bf16 (or f16) sum accumulates in f32, then rounds once.
+  Type accumulator = accumulatorOf(type.getElementType());
+  auto resultType = RankedTensorType::get(keptShape, accumulator);
   SmallVector<AffineMap> maps{AffineMap::get(rank, 0, inputExprs, ctx),
                               AffineMap::get(rank, 0, outputExprs, ctx)};
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{resultType}, ValueRange{input},
-             ValueRange{filled(b, loc, resultType, init)}, maps,
-             iterators(kept.size(), axes.size()),
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               linalg::YieldOp::create(
-                   nb, nloc, reassociable(combine(nb, nloc, args[1], args[0])));
-             })
-      .getResult(0);
+  Value result =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{resultType}, ValueRange{input},
+          ValueRange{filled(b, loc, resultType, init)}, maps,
+          iterators(kept.size(), axes.size()),
+          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+            Value x = castScalar(nb, nloc, args[0], accumulator);
+            linalg::YieldOp::create(
+                nb, nloc, reassociable(combine(nb, nloc, args[1], x)));
+          })
+          .getResult(0);
+  return narrowTo(b, loc, result, type.getElementType());
 }
 
 Value addScalars(OpBuilder &b, Location loc, Value a, Value c) {
@@ -824,20 +849,31 @@ Values lowerLogSoftmax(LogSoftmaxOp op, ValueRange operands,
                      static_cast<int64_t>(op.getAxis()), true));
 }
 
-/// Cross-entropy's logits as rows [positions, classes] and its labels as
-/// [positions].
-std::pair<Value, Value> crossEntropyRows(OpBuilder &b, Location loc,
-                                         Value logits, Value labels) {
+/// What the cross-entropy and its gradient read: the logits as rows
+/// [positions, classes], the labels as [positions], and the type of a value
+/// per position.
+struct CrossEntropyRows {
+  Value rows, labels;
+  int64_t positions, classes;
+  Type element;
+  RankedTensorType perPosition;
+};
+
+CrossEntropyRows crossEntropyRows(OpBuilder &b, Location loc, Value logits,
+                                  Value labels) {
   RankedTensorType type = typeOf(logits);
-  int64_t classes = type.getShape().back();
-  int64_t positions = type.getNumElements() / std::max<int64_t>(classes, 1);
-  Value rows = reshapeTo(
-      b, loc, logits,
-      RankedTensorType::get({positions, classes}, type.getElementType()));
-  Value flat = reshapeTo(
+  CrossEntropyRows r;
+  r.element = type.getElementType();
+  r.classes = type.getShape().back();
+  r.positions = type.getNumElements() / std::max<int64_t>(r.classes, 1);
+  r.rows =
+      reshapeTo(b, loc, logits,
+                RankedTensorType::get({r.positions, r.classes}, r.element));
+  r.labels = reshapeTo(
       b, loc, labels,
-      RankedTensorType::get({positions}, typeOf(labels).getElementType()));
-  return {rows, flat};
+      RankedTensorType::get({r.positions}, typeOf(labels).getElementType()));
+  r.perPosition = RankedTensorType::get({r.positions}, r.element);
+  return r;
 }
 
 /// Whether `label` (an integer scalar) is `ignoreIndex`.
@@ -860,13 +896,11 @@ Values lowerSoftmaxCrossEntropy(SoftmaxCrossEntropyOp op, ValueRange operands,
                                 ConversionPatternRewriter &b) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  Value rows, labels;
-  std::tie(rows, labels) = crossEntropyRows(b, loc, operands[0], operands[1]);
-  RankedTensorType rowsType = typeOf(rows);
-  int64_t positions = rowsType.getDimSize(0), classes = rowsType.getDimSize(1);
-  Type element = rowsType.getElementType();
-  Type f32 = b.getF32Type();
-  auto perPosition = RankedTensorType::get({positions}, element);
+  CrossEntropyRows r = crossEntropyRows(b, loc, operands[0], operands[1]);
+  Value rows = r.rows, labels = r.labels;
+  int64_t classes = r.classes;
+  Type element = r.element, f32 = b.getF32Type();
+  RankedTensorType perPosition = r.perPosition;
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
   int64_t ignoreIndex = op.getIgnoreIndex();
   auto generic = linalg::GenericOp::create(
@@ -931,13 +965,12 @@ Values lowerSoftmaxCrossEntropyGrad(SoftmaxCrossEntropyGradOp op,
                                     ConversionPatternRewriter &b) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  Value rows, labels;
-  std::tie(rows, labels) = crossEntropyRows(b, loc, operands[0], operands[1]);
+  CrossEntropyRows r = crossEntropyRows(b, loc, operands[0], operands[1]);
+  Value rows = r.rows, labels = r.labels;
   RankedTensorType rowsType = typeOf(rows);
-  int64_t positions = rowsType.getDimSize(0);
-  Type element = rowsType.getElementType();
+  Type element = r.element;
   Type f32 = b.getF32Type();
-  auto perPosition = RankedTensorType::get({positions}, element);
+  RankedTensorType perPosition = r.perPosition;
   Value lse = reshapeTo(b, loc, operands[2], perPosition);
   Value grad = reshapeTo(b, loc, operands[3], perPosition);
   AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
@@ -974,31 +1007,12 @@ Values lowerSoftmaxCrossEntropyGrad(SoftmaxCrossEntropyGradOp op,
 // Contractions
 //===----------------------------------------------------------------------===//
 
-/// The type a contraction of `element`s sums in: f32 for bf16 and f16
-/// (mixed precision: 16-bit operands, a float accumulator), else itself.
-Type accumulatorOf(Type element) {
-  return element.isBF16() || element.isF16()
-             ? Type(Float32Type::get(element.getContext()))
-             : element;
-}
-
 /// The multiply-add of a contraction's body, in the accumulator's type.
 Value multiplyAdd(OpBuilder &b, Location loc, ValueRange s) {
   Type accumulator = s[2].getType();
   return addScalars(b, loc, s[2],
                     mulScalars(b, loc, castScalar(b, loc, s[0], accumulator),
                                castScalar(b, loc, s[1], accumulator)));
-}
-
-/// `value` (a float accumulator) in `element`s.
-Value narrowTo(OpBuilder &b, Location loc, Value value, Type element) {
-  auto type = typeOf(value);
-  if (type.getElementType() == element)
-    return value;
-  return elementwise(b, loc, type.clone(element), ValueRange{value},
-                     [element](OpBuilder &nb, Location nloc, ValueRange s) {
-                       return castScalar(nb, nloc, s[0], element);
-                     });
 }
 
 /// out[batch, m, n] (+)= sum_k lhs[batch, m, k] * rhs[batch, k, n] with

@@ -186,3 +186,20 @@ func.func @gather(%t: tensor<10x4xf32>, %i: tensor<2x3xi64>) -> tensor<2x3x4xf32
   %0 = weft.gather %t, %i <{axis = 0}> : tensor<10x4xf32>, tensor<2x3xi64>
   return %0 : tensor<2x3x4xf32>
 }
+
+// -----
+
+// A bf16 sum (a bias's gradient at --precision bf16) accumulates in f32 and
+// rounds once: a bf16 accumulator would lose every addend below 1/256 of
+// the running sum over 8192 rows.
+// CHECK-LABEL: func.func @bf16_sum
+// CHECK:         %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<8x4xbf16>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK:         ^bb0(%[[IN:.*]]: bf16, %[[ACC:.*]]: f32):
+// CHECK:           %[[WIDE:.*]] = arith.extf %[[IN]] : bf16 to f32
+// CHECK:           arith.addf %[[ACC]], %[[WIDE]]
+// CHECK:         linalg.generic {{.*}} ins(%[[SUM]] : tensor<4xf32>) outs(%{{.*}} : tensor<4xbf16>)
+// CHECK:           arith.truncf %{{.*}} : f32 to bf16
+func.func @bf16_sum(%x: tensor<8x4xbf16>) -> tensor<4xbf16> {
+  %0 = weft.reduce_sum %x <{axes = array<i64: 0>}> : tensor<8x4xbf16>
+  return %0 : tensor<4xbf16>
+}
