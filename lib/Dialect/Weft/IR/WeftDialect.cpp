@@ -45,13 +45,7 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a string attribute on a module";
     return success();
   }
-  if (name == kMemoryPlanAttrName) {
-    if (!isa<ModuleOp>(op) || !llvm::isa<DictionaryAttr>(attr.getValue()))
-      return op->emitError()
-             << "'" << name << "' must be a dictionary on a module";
-    return success();
-  }
-  if (name == kKernelReportAttrName) {
+  if (name == kMemoryPlanAttrName || name == kKernelReportAttrName) {
     if (!isa<ModuleOp>(op) || !llvm::isa<DictionaryAttr>(attr.getValue()))
       return op->emitError()
              << "'" << name << "' must be a dictionary on a module";
