@@ -152,13 +152,19 @@ LogicalResult checkDataSet(ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
   auto weights = module->getAttrOfType<StringAttr>(
       weft::WeftDialect::kWeightsAttrName);
-  if (!main || !weights) {
-    llvm::errs() << "weft-eval: error: --data-dir needs an imported module "
-                    "(func @main and weft.weights)\n";
+  bool hasParams = main && llvm::any_of(main.getArguments(), [&](auto arg) {
+                     return main.getArgAttr(arg.getArgNumber(),
+                                            weft::WeftDialect::kParamAttrName);
+                   });
+  if (!main || (hasParams && !weights)) {
+    llvm::errs() << "weft-eval: error: --data-dir needs func @main, and "
+                    "weft.weights on the module when it has parameters\n";
     return failure();
   }
   FailureOr<llvm::StringMap<weft::HostTensor>> params =
-      weft::readONNXInitializers(weights.getValue(), ctx);
+      llvm::StringMap<weft::HostTensor>();
+  if (hasParams)
+    params = weft::readONNXInitializers(weights.getValue(), ctx);
   if (failed(params))
     return failure();
   SmallVector<HostTensor> args;
