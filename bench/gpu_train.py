@@ -5,7 +5,8 @@ torch.compile on the same GPU, model, batch and sequence, in one run.
   gpu_train.py prepare DIR [--weftc WEFTC] [--layers 12 --hidden 768
       --heads 12 --vocab 50257 --seq 1024 --batch 8]
       On a machine with Weft (no GPU needed): compiles the GPT-2-style
-      training step (default GPT-2 small, 124M) with --target=cuda into DIR
+      training step (default GPT-2 small, 124M) with --target=cuda, in f32
+      and at --precision bf16, into DIR
       (no weights: the run draws them, --init-seed), with the libraries the
       GPU machine lacks (utils/gpu_check.sh packs it with the checks).
   gpu_train.py run DIR [--steps 12] [--device cuda]
@@ -14,9 +15,9 @@ torch.compile on the same GPU, model, batch and sequence, in one run.
       parameters on random tokens, and prints the median tokens/s of each,
       MFU, and Weft's ratio to each PyTorch mode at the same precision.
 
-Weft's CUDA step is float32 (no bf16 GEMMs yet): it is compared with
-PyTorch in float32 (TF32 off); PyTorch's bf16 autocast rows show the
-target. MFU counts 6 N + 12 L T d FLOP per token (PaLM's) against the GPU's
+Weft's f32 step is compared with PyTorch in float32 (TF32 off), its bf16
+step (bf16 GEMMs and cuDNN's fused attention) with PyTorch's bf16
+autocast. MFU counts 6 N + 12 L T d FLOP per token (PaLM's) against the GPU's
 peak for the precision (--peak-f32, --peak-bf16; default H100/H200 SXM:
 67 and 989 TFLOP/s)."""
 
@@ -51,14 +52,16 @@ def prepare(args):
     if args.weftc is None:
         from weft import tool  # only here: `run` works without the package
         args.weftc = str(tool("weftc"))
-    subprocess.run([args.weftc, str(onnx_path), "--train", "--target=cuda", "-o",
-                    str(out / "train")], check=True)
+    for precision in ("f32", "bf16"):
+        subprocess.run([args.weftc, str(onnx_path), "--train", "--target=cuda",
+                        "--precision", precision, "-o", str(out / f"train_{precision}")],
+                       check=True)
+        (out / f"train_{precision}.weights").unlink()
     compile_seconds = time.time() - start
     for path in out.glob("gpt.onnx*"):
         path.unlink()
-    (out / "train.weights").unlink()
     shutil.copy(ROOT / "data" / "tinyshakespeare.tokens", out / "data.tokens")
-    copy_host_libraries(out / "train", out / "lib")
+    copy_host_libraries(out / "train_f32", out / "lib")
     ship(out / "lib")
     (out / "shape.json").write_text(json.dumps(shape))
     shutil.copy(__file__, out / "gpu_train.py")
@@ -72,9 +75,9 @@ def flops_per_token(shape):
     return 6 * params + 12 * layers * seq * d
 
 
-def weft_rate(base, steps, env):
-    log = base / "weft.jsonl"
-    run_on_gpu([str(base / "train"), "--init-seed", "1", "--data",
+def weft_rate(base, precision, steps, env):
+    log = base / f"weft_{precision}.jsonl"
+    run_on_gpu([str(base / f"train_{precision}"), "--init-seed", "1", "--data",
                 str(base / "data.tokens"), "--steps", str(steps), "--lr", "3e-4",
                 "--log", str(log), "--print-every", str(steps)], base, env)
     rates = [json.loads(line)["tokens_per_s"] for line in open(log)][2:]
@@ -158,10 +161,11 @@ def run(args):
     per_token = flops_per_token(shape)
     peak = {"f32": args.peak_f32 * 1e12, "bf16": args.peak_bf16 * 1e12}
     rows = []
-    try:
-        rows.append(("weft cuda", "f32", weft_rate(base, args.steps, env)))
-    except RuntimeError as error:
-        print(f"weft cuda: FAIL: {error}")
+    for precision in ("f32", "bf16"):
+        try:
+            rows.append(("weft cuda", precision, weft_rate(base, precision, args.steps, env)))
+        except RuntimeError as error:
+            print(f"weft cuda {precision}: FAIL: {error}")
     for precision in ("f32", "bf16"):
         for compiled in (False, True):
             name = "torch.compile" if compiled else "pytorch eager"
@@ -176,11 +180,11 @@ def run(args):
     for name, precision, rate in rows:
         mfu = 100 * rate * per_token / peak[precision]
         print(f"{name:14s} {precision:5s} {rate:12.0f} tokens/s  MFU {mfu:6.2f}%")
-    weft = [r for n, p, r in rows if n == "weft cuda"]
+    weft = {p: r for n, p, r in rows if n == "weft cuda"}
     for name, precision, rate in rows:
-        if weft and name != "weft cuda" and precision == "f32":
-            print(f"weft / {name} f32: {weft[0] / rate:.3f}x")
-    return 0 if weft else 1
+        if name != "weft cuda" and precision in weft:
+            print(f"weft / {name} {precision}: {weft[precision] / rate:.3f}x")
+    return 0 if len(weft) == 2 else 1
 
 
 def main():

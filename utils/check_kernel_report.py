@@ -107,7 +107,7 @@ def main():
         ok &= compare_counts(report, args.counts, args.runs_per_launch_run,
                              args.tolerance)
     if args.tensor_core_matmuls is not None:
-        gemms = [l for l in launches if l["kind"] == "gemm"]
+        gemms = [l for l in launches if l["kind"] in ("gemm", "attention")]
         # A training step's contractions all count: a GEMM left as a kernel
         # is matmul work off the tensor cores.
         total = report["step"]["flops"] or sum(l["flops"] * l["runs"] for l in gemms)

@@ -13,7 +13,11 @@
       executable on the GPU and compares: each shared model's outputs with
       the CPU backend's (rtol 1e-4 of each element or, near zero, of the
       output's largest magnitude), the GPT's 50 losses with the CPU
-      backend's (rtol 1e-3). Prints one line per check and a summary;
+      backend's (rtol 1e-3; at bf16 the CPU backend's bf16 losses and
+      gradient norms, rtol 2e-2), and the attention cases of
+      utils/attention_cases.py at bf16 (cuDNN's fused kernels) with the
+      emulation's outputs (1e-2 + 1e-2 absolute, as emulation-attention.test
+      holds the emulation to the reference evaluator). Prints one line per check and a summary;
       exits 69 when there is no GPU, 1 when a check fails.
 """
 
@@ -30,7 +34,8 @@ from gpu_bundle import copy_host_libraries, run_on_gpu, ship
 
 GPT_STEPS = 50
 MODEL_RTOL = 1e-4
-LOSS_RTOL = 1e-3
+LOSS_RTOL = {"f32": 1e-3, "bf16": 2e-2}
+ATTENTION_TOLERANCE = 1e-2
 
 
 def prepare(args):
@@ -76,16 +81,33 @@ def prepare(args):
     subprocess.run([sys.executable, str(src / "gen_gpt2.py"), "--seq", "32", "--batch", "8",
                     "-o", str(gpt / "gpt.onnx")], check=True, stdout=subprocess.DEVNULL)
     train = ["--steps", str(GPT_STEPS), "--lr", "3e-3", "--warmup", "10"]
-    for target, exe in [("cuda", gpt / "train"), ("cpu", gpt / "train_cpu")]:
-        subprocess.run([args.weftc, str(gpt / "gpt.onnx"), "--train", "-o", str(exe),
-                        f"--target={target}"], check=True)
-    subprocess.run([str(gpt / "train_cpu"), "--data", args.data, "--log",
-                    str(gpt / "cpu.jsonl")] + train, check=True, stdout=subprocess.DEVNULL)
+    for precision in LOSS_RTOL:
+        for target, exe in [("cuda", gpt / f"train_{precision}"),
+                            ("cpu", gpt / f"train_cpu_{precision}")]:
+            subprocess.run([args.weftc, str(gpt / "gpt.onnx"), "--train", "-o", str(exe),
+                            f"--target={target}", "--precision", precision], check=True)
+        subprocess.run([str(gpt / f"train_cpu_{precision}"), "--data", args.data, "--log",
+                        str(gpt / f"cpu_{precision}.jsonl")] + train, check=True,
+                       stdout=subprocess.DEVNULL)
     for path in gpt.glob("train_cpu*"):
         path.unlink()
     shutil.copy(args.data, gpt / "data.tokens")
     manifest["gpt"] = {"args": train}
-    copy_host_libraries(gpt / "train", out / "lib")
+    copy_host_libraries(gpt / "train_f32", out / "lib")
+
+    # The fused attention: the cases compiled for the GPU, and the
+    # emulation's outputs of the same program as the references.
+    attention = out / "attention"
+    cases = [sys.executable, str(src / "attention_cases.py")]
+    subprocess.run(cases + ["write", str(attention), "--dtype", "bf16"], check=True)
+    for target, exe in [("cuda", "attention"), ("cuda-emulation", "emulated")]:
+        subprocess.run([args.weftc, str(attention / "main.mlir"), f"--target={target}",
+                        "-o", str(attention / exe)], check=True)
+    subprocess.run(cases + ["run", str(attention), str(attention / "emulated")], check=True,
+                   stdout=subprocess.DEVNULL)
+    (attention / "outputs").rename(attention / "expected")
+    for path in attention.glob("emulated*"):
+        path.unlink()
     ship(out / "lib")
     (out / "checks.json").write_text(json.dumps(manifest, indent=1))
     shutil.copy(__file__, out / "gpu_check.py")
@@ -134,17 +156,44 @@ def run(args):
         report(model["name"], all(r[1] for r in results),
                "; ".join(f"{n} vs cpu: max abs error {e:.3g}" for n, _, e in results))
     gpt = base / "gpt"
+    for precision, rtol in LOSS_RTOL.items():
+        name = f"gpt training, {precision}, {GPT_STEPS} steps"
+        try:
+            run_on_gpu([str(gpt / f"train_{precision}"), "--data", str(gpt / "data.tokens"),
+                        "--log", str(gpt / f"gpu_{precision}.jsonl")] + checks["gpt"]["args"],
+                       gpt)
+            logs = [[json.loads(line) for line in open(gpt / f"{side}_{precision}.jsonl")]
+                    for side in ("cpu", "gpu")]
+            worst = {key: max((abs(g[key] - c[key]) / abs(c[key]) for c, g in zip(*logs)),
+                              default=float("inf"))
+                     for key in ("loss", "grad_norm")}
+            report(name, len(logs[1]) == GPT_STEPS and max(worst.values()) <= rtol,
+                   f"largest relative difference from the CPU backend: loss {worst['loss']:.3g}, "
+                   f"gradient norm {worst['grad_norm']:.3g} (rtol {rtol:g})")
+        except RuntimeError as error:
+            report(name, False, str(error))
+    attention = base / "attention"
+    names = (attention / "names.txt").read_text().splitlines()
+    command = [str(attention / "attention")]
+    for name in names[0].split():
+        command += ["--input", f"{name}={attention / 'inputs' / (name + '.npy')}"]
+    for name in names[1].split():
+        command += ["--output", f"{name}={attention / (name + '.gpu.npy')}"]
     try:
-        run_on_gpu([str(gpt / "train"), "--data", str(gpt / "data.tokens"), "--log",
-                 str(gpt / "gpu.jsonl")] + checks["gpt"]["args"], gpt)
-        losses = [[json.loads(line)["loss"] for line in open(gpt / name)]
-                  for name in ("cpu.jsonl", "gpu.jsonl")]
-        worst = max(abs(g - c) / abs(c) for c, g in zip(*losses))
-        report(f"gpt training, {GPT_STEPS} steps",
-               len(losses[1]) == GPT_STEPS and worst <= LOSS_RTOL,
-               f"largest relative loss difference {worst:.3g} (rtol {LOSS_RTOL:g})")
-    except RuntimeError as error:
-        report(f"gpt training, {GPT_STEPS} steps", False, str(error))
+        run_on_gpu(command, attention)
+        errors = {}
+        for name in names[1].split():
+            got = np.load(attention / f"{name}.gpu.npy").astype(np.float64)
+            want = np.load(attention / "expected" / f"{name}.npy").astype(np.float64)
+            bad = np.abs(got - want) > ATTENTION_TOLERANCE * (1 + np.abs(want))
+            errors[name] = (float(np.abs(got - want).max()), int(bad.sum()))
+        worst = max(errors, key=lambda n: errors[n][0])
+        report("fused attention, bf16 (cuDNN)", all(b == 0 for _, b in errors.values()),
+               f"{len(errors)} outputs; worst {worst}: max abs error {errors[worst][0]:.3g}, "
+               f"{errors[worst][1]} values outside {ATTENTION_TOLERANCE:g} + "
+               f"{ATTENTION_TOLERANCE:g} relative")
+    except (RuntimeError, ValueError) as error:
+        report("fused attention, bf16 (cuDNN)", False, str(error))
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -12,7 +12,8 @@
 #                                      then the bench; exits non-zero when a
 #                                      check fails, 69 without a GPU
 #
-# There the executables find OpenBLAS and libomp in DIR/*/lib and cuBLAS in
+# There the executables find OpenBLAS and libomp in DIR/*/lib, and cuBLAS,
+# cuDNN and NVRTC (which cuDNN's runtime-compiled attention kernels need) in
 # the Python environment's NVIDIA wheels (or on LD_LIBRARY_PATH).
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,13 +35,17 @@ case "$1" in
   dir=$(cd "${1%.tar.xz}" && pwd) ;;
 *) dir=$(cd "$1" && pwd) ;;
 esac
-cublas=$(python3 -c "
-import glob, site, sys
-for root in site.getsitepackages() + [site.getusersitepackages()]:
-    for hit in sorted(glob.glob(root + '/nvidia/**/libcublas.so.*', recursive=True)):
-        print(hit.rsplit('/', 1)[0]); sys.exit()
+nvidia=$(python3 -c "
+import glob, site
+found = []
+for library in ('libcublas.so.*', 'libcudnn.so.*', 'libnvrtc.so.*'):
+    hits = [hit for root in site.getsitepackages() + [site.getusersitepackages()]
+            for hit in sorted(glob.glob(root + '/nvidia/**/' + library, recursive=True))]
+    if hits and hits[0].rsplit('/', 1)[0] not in found:
+        found.append(hits[0].rsplit('/', 1)[0])
+print(':'.join(found))
 " 2>/dev/null || true)
-LD_LIBRARY_PATH="$dir/checks/lib${cublas:+:$cublas}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+LD_LIBRARY_PATH="$dir/checks/lib${nvidia:+:$nvidia}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LD_LIBRARY_PATH
 start=$(date +%s)
 status=0

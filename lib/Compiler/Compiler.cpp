@@ -229,6 +229,7 @@ void describeKernels(DictionaryAttr kernels, weft::ProgramReport &report) {
       launch.block = integers(entry, "block");
       launch.shape = integers(entry, "shape");
       launch.flops = integer(entry, "flops");
+      launch.kernelFlops = integer(entry, "kernel_flops");
       launch.bytesRead = integer(entry, "bytes_read");
       launch.bytesWritten = integer(entry, "bytes_written");
       launch.elements = integer(entry, "elements");
@@ -628,7 +629,12 @@ LogicalResult Compilation::buildPassManagers() {
     training.trainOnly.assign(o.trainOnly.begin(), o.trainOnly.end());
     training.microBatches = o.gradAccum;
     training.computeType = o.precision;
-    training.fusedAttentionBackward = llvm::is_contained(o.parallel, "cp");
+    // The cp ring partitions attention without its saved statistics.
+    bool contextParallel = llvm::is_contained(o.parallel, "cp");
+    training.attentionInComputeType =
+        !contextParallel && target->fusesAttention(o.precision);
+    training.fusedAttentionBackward =
+        contextParallel || training.attentionInComputeType;
     if (pipelineStages) {
       training.microBatches = o.microbatches;
       training.markPhases = true;

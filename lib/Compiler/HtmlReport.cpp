@@ -565,7 +565,7 @@ private:
     for (size_t i : llvm::ArrayRef(order).take_front(20)) {
       const weft::ProgramReport::Launch &launch = program.launches[i];
       std::string shape =
-          launch.kind == "gemm"
+          launch.kind != "kernel"
               ? escape(launch.library) + " " + shapeText(launch.shape)
               : shapeText(launch.grid) + " x " + shapeText(launch.block);
       os << formatv("<tr><td class=\"n\">{0}</td><td>{1} in {2}</td><td>"

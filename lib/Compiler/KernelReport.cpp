@@ -38,8 +38,15 @@ KernelPrediction weft::predictKernels(const ProgramReport &program,
     PricedLaunch &priced = prediction.launches.emplace_back();
     double peak = launch.tensorCores ? gpu.peakBf16 * ceilings.tensorCoreGemm
                                      : gpu.peakFp32 * ceilings.cudaCoreFlops;
+    double flops = double(launch.flops);
+    if (launch.kind == "attention") {
+      bool forward = llvm::StringRef(launch.library).ends_with("forward");
+      peak = gpu.peakBf16 *
+             (forward ? ceilings.attentionForward : ceilings.attentionBackward);
+      flops = double(launch.kernelFlops);
+    }
     double bytes = double(launch.bytesRead + launch.bytesWritten);
-    double compute = double(launch.flops) / peak;
+    double compute = flops / peak;
     double memory = bytes / (gpu.memoryBandwidth * ceilings.memory);
     double work = std::max(compute, memory);
     priced.seconds = work + ceilings.launchSeconds;
@@ -53,7 +60,7 @@ KernelPrediction weft::predictKernels(const ProgramReport &program,
     prediction.hbmBytesPerStep += bytes * double(launch.runs);
     prediction.stepSeconds += priced.seconds * double(launch.runs);
     prediction.undersizedLaunches += priced.undersized ? launch.runs : 0;
-    if (launch.kind == "gemm") {
+    if (launch.kind != "kernel") {
       matmulFlops += double(launch.flops) * double(launch.runs);
       if (launch.tensorCores)
         tensorCoreFlops += double(launch.flops) * double(launch.runs);
@@ -105,6 +112,8 @@ llvm::json::Value weft::kernelReportJSON(const ProgramReport &program,
       entry["library"] = launch.library;
       entry["shape"] = llvm::json::Array(launch.shape);
     }
+    if (launch.kind == "attention")
+      entry["kernel_flops"] = launch.kernelFlops;
     launches.push_back(std::move(entry));
   }
   llvm::json::Array buffers;
@@ -132,6 +141,8 @@ llvm::json::Value weft::kernelReportJSON(const ProgramReport &program,
            {"cuda_core_flops", ceilings.cudaCoreFlops},
            {"memory", ceilings.memory},
            {"launch_seconds", ceilings.launchSeconds},
+           {"attention_forward", ceilings.attentionForward},
+           {"attention_backward", ceilings.attentionBackward},
        }},
       {"step",
        llvm::json::Object{
@@ -160,9 +171,9 @@ void weft::printKernelReport(const ProgramReport &program,
   os << "kernels on " << prediction.gpu << ": " << prediction.launchesPerStep
      << " launches per run ("
      << llvm::count_if(program.launches,
-                       [](const auto &l) { return l.kind == "gemm"; })
+                       [](const auto &l) { return l.kind != "kernel"; })
      << " of " << program.launches.size()
-     << " distinct launches are library GEMMs), "
+     << " distinct launches are library calls), "
      << llvm::format("%.4g", prediction.hbmBytesPerStep / 1e9)
      << " GB of HBM traffic, predicted "
      << llvm::format("%.4g", prediction.stepSeconds * 1e3) << " ms";

@@ -6,10 +6,12 @@
 // driver serves the model's buffers (CudaDevice) and the `mgpu*` functions
 // that the host code lowered by MLIR's gpu-to-llvm calls (Debian ships no
 // libmlir_cuda_runtime; these are Weft's). GEMMs go to cuBLAS, also loaded
-// when first used.
+// when first used; fused attention (CudnnAttention.cpp) reaches the driver
+// through CudaDriver.h.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaDriver.h"
 #include "StridedView.h"
 
 #include "weft/runtime/Contract.h"
@@ -412,6 +414,37 @@ weft::runtime::createCudaDevice(std::string &error) {
   if (!loaded)
     return nullptr;
   return std::make_unique<CudaDevice>(*loaded);
+}
+
+// The driver for the runtime's other GPU libraries (CudaDriver.h).
+
+weft::runtime::cuda::Stream weft::runtime::cuda::createStream() {
+  CUstream stream = nullptr;
+  check(driver().streamCreate(&stream, /*CU_STREAM_NON_BLOCKING=*/1),
+        "cuStreamCreate");
+  return stream;
+}
+
+void weft::runtime::cuda::synchronize(Stream stream, const char *subject) {
+  check(driver().streamSynchronize(static_cast<CUstream>(stream)),
+        "cuStreamSynchronize", subject);
+}
+
+void *weft::runtime::cuda::allocate(size_t bytes, const char *subject) {
+  CUdeviceptr pointer = 0;
+  check(driver().memAlloc(&pointer, bytes ? bytes : 1), "cuMemAlloc", subject);
+  return reinterpret_cast<void *>(pointer);
+}
+
+void weft::runtime::cuda::deallocate(void *pointer) {
+  check(driver().memFree(CUdeviceptr(pointer)), "cuMemFree");
+}
+
+void weft::runtime::cuda::fill32(void *pointer, unsigned value, size_t count,
+                                 Stream stream) {
+  check(driver().memsetD32Async(CUdeviceptr(pointer), value, count,
+                                static_cast<CUstream>(stream)),
+        "cuMemsetD32Async");
 }
 
 // The host side of MLIR's GPU lowering (gpu-to-llvm), with the signatures

@@ -183,14 +183,17 @@ struct ProgramReport {
   /// roofline needs; empty for other targets.
   struct Launch {
     int64_t id = 0;
-    std::string kind;    // "kernel" or "gemm"
-    std::string library; // a GEMM's library function
+    std::string kind;    // "kernel", "gemm" or "attention"
+    std::string library; // a library call's function
     std::string function, node;
     int64_t index = 0; // among its function's launches
     int64_t runs = 1;  // per run of the program
     std::vector<int64_t> grid, block;
-    std::vector<int64_t> shape; // a GEMM's batch, m, n, k
+    std::vector<int64_t> shape; // batch, m, n, k; attention's b, h, s, t, d, dv
     int64_t flops = 0, bytesRead = 0, bytesWritten = 0, elements = 0;
+    /// A fused attention's FLOPs as its kernel computes them (flops: as
+    /// the step counts them).
+    int64_t kernelFlops = 0;
     bool exact = true; // false: the bytes are an upper bound
     bool tensorCores = false;
   };

@@ -28,6 +28,11 @@ struct KernelCeilings {
   double tensorCoreGemm = 0.80; // of the bf16 (or fp16) tensor-core peak
   double cudaCoreFlops = 0.80;  // of the FP32 peak, without tensor cores
   double memory = 0.90;         // of HBM bandwidth
+  /// Fused attention, of the bf16 peak: cuDNN's measured 288 TFLOP/s
+  /// forward and 348 backward on an H100 (head dim 64, sequence 1024,
+  /// causal; FlashAttention-3 paper), FlashAttention's FLOP count.
+  double attentionForward = 288.0 / 989.0;
+  double attentionBackward = 348.0 / 989.0;
   /// Per launch or library call: the host's launch and the kernel's
   /// start, without CUDA graphs (3-5 us measured; the low end).
   double launchSeconds = 3e-6;

@@ -35,6 +35,12 @@ public:
   /// partitioning) to the LLVM dialect.
   virtual void buildLowering(mlir::OpPassManager &pm,
                              const LoweringOptions &options) const = 0;
+  /// Whether attentions computed in `computeType` (f32, bf16) run as fused
+  /// kernels, so that the training step differentiates each into one
+  /// weft.attention_grad.
+  virtual bool fusesAttention(llvm::StringRef computeType) const {
+    return false;
+  }
   /// Links the program objects into the executable `output` with the
   /// target's runtime libraries from `runtimeDirectory`; a partitioned
   /// model also links the runtime's multi-rank world. With `sharedLibrary`

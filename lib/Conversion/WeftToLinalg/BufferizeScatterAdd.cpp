@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bufferizations.h"
+
 #include "weft/Conversion/NewBufferBufferization.h"
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -95,5 +97,6 @@ struct ScatterAddBufferization
 void weft::registerWeftBufferizationModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, weft::WeftDialect *) {
     weft::ScatterAddOp::attachInterface<ScatterAddBufferization>(*ctx);
+    weft::attachAttentionBufferization(*ctx);
   });
 }

@@ -8,6 +8,7 @@
 
 #include "weft/Conversion/Passes.h"
 #include "weft/Dialect/Weft/IR/AttentionGradients.h"
+#include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1247,7 +1248,7 @@ Values lowerAttention(AttentionOp op, ValueRange operands,
       });
   Value probabilities = softmax(b, loc, masked, 3, false);
   // out[b, h, i, e] = sum_j p[b, h, i, j] * v[b, h / group, j, e]
-  RankedTensorType outType = op.getType();
+  RankedTensorType outType = op.getResult().getType();
   return one(
       linalg::GenericOp::create(
           b, loc, TypeRange{outType}, ValueRange{probabilities, v},
@@ -1499,22 +1500,35 @@ struct ConvertWeftToLinalgPass
     add<TriluOp>(patterns, lowerTrilu);
 
     // An attention gradient the partitioner left whole (or split over
-    // heads) runs as its decomposition in weft ops, lowered below.
+    // heads) runs as its decomposition in weft ops, lowered below, unless
+    // a fused kernel runs it (weft.library_call: bufferized into the call).
     SmallVector<AttentionGradOp> attentionGrads;
-    getOperation()->walk(
-        [&](AttentionGradOp grad) { attentionGrads.push_back(grad); });
+    getOperation()->walk([&](AttentionGradOp grad) {
+      if (!grad->hasAttr(kLibraryCallAttrName))
+        attentionGrads.push_back(grad);
+    });
     for (AttentionGradOp grad : attentionGrads) {
       OpBuilder builder(grad);
-      AttentionGradients grads =
-          buildAttentionGradients(builder, grad, grad.getQuery(), grad.getKey(),
-                                  grad.getValue(), Value(), grad.getOutGrad(),
-                                  grad.getCausal(), grad.getEffectiveScale());
+      AttentionGradients grads = buildAttentionGradients(
+          builder, grad, grad.getQuery(), grad.getKey(), grad.getValue(),
+          grad.getMask(), grad.getOutGrad(), grad.getCausal(),
+          grad.getEffectiveScale());
       grad.replaceAllUsesWith(ValueRange{grads.query, grads.key, grads.value});
       grad.erase();
     }
 
     // Configurations without a lowering get one clear error each, rather
     // than the conversion driver's generic "failed to legalize".
+    WalkResult unsaved = getOperation()->walk([](AttentionOp attention) {
+      if (!attention.getSaveLogSumExp() ||
+          attention->hasAttr(kLibraryCallAttrName))
+        return WalkResult::advance();
+      attention.emitError("an attention saving its log-sum-exp runs only as "
+                          "a fused kernel (weft-attention-to-library)");
+      return WalkResult::interrupt();
+    });
+    if (unsaved.wasInterrupted())
+      return signalPassFailure();
     WalkResult unsupported = getOperation()->walk([](ConvOp conv) {
       if (conv.getGroup() == 1)
         return WalkResult::advance();
@@ -1530,6 +1544,9 @@ struct ConvertWeftToLinalgPass
     // Bufferized as atomic adds (its BufferizableOpInterface): a scatter has
     // no form as a linalg op on tensors.
     target.addLegalOp<ScatterAddOp>();
+    // A fused attention kernel's call is made in bufferization too.
+    target.addDynamicallyLegalOp<AttentionOp, AttentionGradOp>(
+        [](Operation *op) { return op->hasAttr(kLibraryCallAttrName); });
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, scf::SCFDialect,
                            tensor::TensorDialect, func::FuncDialect>();

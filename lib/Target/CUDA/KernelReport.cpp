@@ -6,15 +6,18 @@
 #include "weft/Dialect/Weft/Transforms/StepPhases.h"
 #include "weft/Target/CUDA/CUDATarget.h"
 #include "weft/Target/CUDA/Passes.h"
+#include "weft/runtime/Contract.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace weft {
@@ -351,6 +354,13 @@ std::string nodeName(Location loc) {
   return "";
 }
 
+/// A call of a fused attention kernel (weft-attention-to-library).
+bool isAttentionCall(func::CallOp call) {
+  StringRef callee = call.getCallee();
+  return callee.consume_front(weft::kCudaAttention) ||
+         callee.consume_front(weft::kEmulatedAttention);
+}
+
 class ReportBuilder {
 public:
   ReportBuilder(ModuleOp module, const llvm::StringSet<> &called)
@@ -371,6 +381,7 @@ private:
   NamedAttrList common(Operation *op, StringRef kind);
   LogicalResult addLaunch(gpu::LaunchOp launch);
   void addGemm(func::CallOp call);
+  void addAttention(func::CallOp call);
   ArrayAttr integers(ArrayRef<int64_t> values) {
     return b.getI64ArrayAttr(values);
   }
@@ -495,10 +506,83 @@ void ReportBuilder::addGemm(func::CallOp call) {
   launches.push_back(entry.getDictionary(b.getContext()));
 }
 
+/// A fused attention call (weft-attention-to-library): `flops` counts its
+/// two products forward (four backward) over every query-key pair, as the
+/// step's FLOPs do; `kernel_flops` what the kernel computes as
+/// FlashAttention counts it (the visible pairs only, and the backward's
+/// recomputed scores: 2.5 times the forward), which its ceiling prices.
+void ReportBuilder::addAttention(func::CallOp call) {
+  SmallVector<MemRefType> views;
+  for (Value operand : call.getOperands())
+    if (auto cast = operand.getDefiningOp<memref::CastOp>())
+      views.push_back(dyn_cast<MemRefType>(cast.getSource().getType()));
+  bool forward =
+      call.getCallee().contains(weft::runtime::kAttentionForwardSuffix);
+  NamedAttrList entry = common(call, "attention");
+  entry.append("library", b.getStringAttr(forward ? "cuDNN SDPA forward"
+                                                  : "cuDNN SDPA backward"));
+  IntegerAttr flags;
+  unsigned tensors = forward ? 6 : 10;
+  if (views.size() != tensors ||
+      !llvm::all_of(views,
+                    [](MemRefType t) { return t && t.hasStaticShape(); }) ||
+      !matchPattern(call.getOperand(tensors), m_Constant(&flags))) {
+    entry.append("exact", b.getBoolAttr(false));
+    entry.append("tensor_cores", b.getBoolAttr(true));
+    launches.push_back(entry.getDictionary(b.getContext()));
+    return;
+  }
+  ArrayRef<int64_t> q = views[0].getShape(), k = views[1].getShape(),
+                    v = views[2].getShape();
+  int64_t batch = q[0], heads = q[1], s = q[2], d = q[3], t = k[2], dv = v[3];
+  bool causal = flags.getInt() & weft::runtime::kAttentionCausal;
+  bool biased = flags.getInt() & weft::runtime::kAttentionBias;
+  // Key j is visible to query i when j <= i + t - s.
+  int64_t visible = 0;
+  for (int64_t i = 0; i < s; ++i)
+    visible += causal ? std::clamp<int64_t>(i + t - s + 1, 0, t) : t;
+  int64_t pairs = batch * heads * s * t;
+  visible *= batch * heads;
+  int64_t products = 2 * (d + dv);
+  // A broadcast dim (stride 0) is read once.
+  auto distinct = [](MemRefType type) {
+    auto [strides, offset] = type.getStridesAndOffset();
+    int64_t elements = 1;
+    for (auto [size, stride] : llvm::zip(type.getShape(), strides))
+      elements *= stride ? size : 1;
+    return elements;
+  };
+  int64_t read = 0, written = 0, elements = 0;
+  for (auto [index, view] : llvm::enumerate(views)) {
+    bool isBias = index == 3;
+    if (isBias && !biased)
+      continue;
+    bool isResult = forward ? index >= 4 : index >= 7;
+    (isResult ? written : read) += distinct(view) * elementBytes(view);
+    elements += distinct(view);
+  }
+  entry.append("shape", integers({batch, heads, s, t, d, dv}));
+  entry.append("flops",
+               b.getI64IntegerAttr((forward ? 1 : 2) * pairs * products));
+  entry.append("kernel_flops",
+               b.getI64IntegerAttr(forward ? visible * products
+                                           : visible * products * 5 / 2));
+  entry.append("bytes_read", b.getI64IntegerAttr(read));
+  entry.append("bytes_written", b.getI64IntegerAttr(written));
+  entry.append("elements", b.getI64IntegerAttr(elements));
+  entry.append("exact", b.getBoolAttr(true));
+  entry.append("tensor_cores", b.getBoolAttr(true));
+  launches.push_back(entry.getDictionary(b.getContext()));
+}
+
 LogicalResult ReportBuilder::add(Operation *op) {
   if (auto launch = dyn_cast<gpu::LaunchOp>(op))
     return addLaunch(launch);
-  addGemm(cast<func::CallOp>(op));
+  auto call = cast<func::CallOp>(op);
+  if (isAttentionCall(call))
+    addAttention(call);
+  else
+    addGemm(call);
   return success();
 }
 
@@ -547,11 +631,13 @@ DictionaryAttr ReportBuilder::finish() {
   return report.getDictionary(b.getContext());
 }
 
-bool isGemmCall(func::CallOp call) {
+/// A library call the report lists: a GEMM or a fused attention.
+bool isLibraryCall(func::CallOp call) {
   StringRef callee = call.getCallee();
-  return (callee.consume_front(weft::kCudaGemm) ||
-          callee.consume_front(weft::kEmulatedGemm)) &&
-         (callee == "_f32" || callee == "_bf16");
+  return ((callee.consume_front(weft::kCudaGemm) ||
+           callee.consume_front(weft::kEmulatedGemm)) &&
+          (callee == "_f32" || callee == "_bf16")) ||
+         isAttentionCall(call);
 }
 
 struct WeftGpuKernelReportPass
@@ -571,7 +657,7 @@ struct WeftGpuKernelReportPass
           return WalkResult::skip();
         }
         if (auto call = dyn_cast<func::CallOp>(op)) {
-          if (isGemmCall(call))
+          if (isLibraryCall(call))
             order.push_back(op);
           else if (auto callee =
                        module.lookupSymbol<func::FuncOp>(call.getCallee()))

@@ -21,12 +21,14 @@ std::string weft::cudaToolkitPath() {
 }
 
 /// Everything up to the kernels as gpu.launch ops in host functions, with
-/// the host's buffers in device memory. Each GEMM whose operands cuBLAS
-/// reads becomes a host call of a `gemm` function (cuBLAS, or the
-/// emulation's).
+/// the host's buffers in device memory. Each bf16 attention becomes a host
+/// call of an `attention` function and each GEMM whose operands cuBLAS
+/// reads one of a `gemm` function (cuDNN and cuBLAS, or the emulation's).
 static std::string kernelsPipeline(const weft::LoweringOptions &options,
+                                   llvm::StringRef attention,
                                    llvm::StringRef gemm) {
-  return weft::bufferizedLinalgPipeline(options) +
+  return "weft-attention-to-library{callee=" + attention.str() + "}," +
+         weft::bufferizedLinalgPipeline(options) +
          "weft-contractions-to-blas{callee=" + gemm.str() +
          " require-unit-strides=1},"
          "weft-strided-copies-to-loops,"
@@ -39,7 +41,7 @@ static std::string kernelsPipeline(const weft::LoweringOptions &options,
 void weft::buildLowerToNVVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options,
                                     llvm::StringRef format) {
-  std::string pipeline = kernelsPipeline(options, kCudaGemm);
+  std::string pipeline = kernelsPipeline(options, kCudaAttention, kCudaGemm);
   pipeline += "gpu-kernel-outlining,weft-gpu-kernel-names,"
               "func.func(gpu-async-region),";
   // Each nvvm-attach-target adds one chip; the binary holds a cubin per chip.
@@ -84,7 +86,8 @@ static std::string emulatedKernelsToLLVMPipeline() {
 void weft::buildEmulatedCUDAPipeline(OpPassManager &pm,
                                      const LoweringOptions &options) {
   std::string pipeline =
-      kernelsPipeline(options, kEmulatedGemm) + emulatedKernelsToLLVMPipeline();
+      kernelsPipeline(options, kEmulatedAttention, kEmulatedGemm) +
+      emulatedKernelsToLLVMPipeline();
   std::string error;
   llvm::raw_string_ostream os(error);
   if (failed(parsePassPipeline(pipeline, pm, os)))
@@ -130,6 +133,9 @@ public:
                      const weft::LoweringOptions &options) const override {
     weft::buildLowerToNVVMPipeline(pm, options);
   }
+  bool fusesAttention(llvm::StringRef computeType) const override {
+    return computeType == "bf16";
+  }
 };
 
 /// A test tool, not a GPU: the CUDA target's kernels run on the CPU
@@ -145,6 +151,9 @@ public:
   void buildLowering(OpPassManager &pm,
                      const weft::LoweringOptions &options) const override {
     weft::buildEmulatedCUDAPipeline(pm, options);
+  }
+  bool fusesAttention(llvm::StringRef computeType) const override {
+    return computeType == "bf16";
   }
 };
 } // namespace

@@ -4,6 +4,7 @@
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="compute-type=bf16" -verify-diagnostics | FileCheck %s --check-prefix=BF16
 // RUN: not weft-opt %s -split-input-file -weft-derive-train-step="token-input=tokens" 2>&1 | FileCheck %s --check-prefix=NAMED
 // RUN: weft-opt %s -split-input-file -weft-derive-train-step="fused-attention-backward" -verify-diagnostics | FileCheck %s --check-prefix=FUSED
+// RUN: weft-opt %s -split-input-file -weft-derive-train-step="fused-attention-backward compute-type=bf16 attention-in-compute-type" -verify-diagnostics | FileCheck %s --check-prefix=BF16ATTN
 
 // NAMED: weft-derive-train-step: 'main' has no integer input 'tokens' to take as the token ids (its inputs: 'input_ids')
 
@@ -88,6 +89,13 @@ func.func @main(%idx: tensor<2x3xi64> {weft.input = "idx"}, %pos: tensor<2x3xi64
 // FUSED: weft.attention {{.*}} {weft.fused_backward}
 // FUSED: weft.attention_grad {{.*}} <{causal}>
 // FUSED-LABEL: func.func @train_step
+// For a target whose fused kernels run attention at the compute type, the
+// attention is bf16 and its backward reads the log-sum-exp the forward
+// saves, so a step split into functions passes it on.
+// BF16ATTN-LABEL: func.func @train_loss_grad(%arg0: tensor<1x4xi64>
+// BF16ATTN: %[[OUT:.*]], %[[LSE:.*]] = weft.attention {{.*}} <{causal, save_log_sum_exp}> {weft.fused_backward} : tensor<1x2x4x4xbf16>
+// BF16ATTN: weft.attention_grad {{.*}}, %[[OUT]], %{{.*}} log_sum_exp(%[[LSE]] : tensor<1x2x4xf32>) <{causal}>
+// BF16ATTN-LABEL: func.func @train_step
 // CHECK-LABEL: func.func @train_loss_grad(%arg0: tensor<1x4xi64>
 // CHECK-NOT: weft.attention_grad
 // CHECK: weft.softmax
@@ -97,6 +105,33 @@ func.func @main(%ids: tensor<1x4xi64> {weft.input = "input_ids"}, %emb: tensor<6
   %q = weft.transpose %h <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<1x4x2x4xf32>
   %o = weft.attention %q, %q, %q <{causal}> : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
   %t = weft.transpose %o <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<1x2x4x4xf32>
+  %y = weft.reshape %t : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
+  %logits = weft.linear %y, %emb <{transpose_weight}> : tensor<1x4x8xf32>, tensor<6x8xf32>
+  return %logits : tensor<1x4x6xf32>
+}
+
+// -----
+
+// A mask that needs no gradient (one computed from the inputs only) is
+// fused with its attention: the gradient op takes it. A float mask
+// computed from a parameter (a learned bias) needs its gradient, so that
+// attention keeps the decomposed adjoint.
+// FUSED-LABEL: func.func @train_loss_grad(%arg0: tensor<1x4xi64>
+// FUSED: %[[PAD:.*]] = weft.mul %arg1, %arg1 : tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>
+// FUSED: weft.attention {{.*}}, %[[PAD]] {weft.fused_backward}
+// FUSED: weft.attention %{{.*}}, %{{.*}}, %{{.*}}, %arg3 :
+// FUSED-NOT: fused_backward
+// FUSED: weft.attention_grad {{.*}} mask(%[[PAD]] : tensor<1x1x1x4xf32>)
+// FUSED-NOT: weft.attention_grad
+// FUSED-LABEL: func.func @train_step
+func.func @main(%ids: tensor<1x4xi64> {weft.input = "input_ids"}, %pad: tensor<1x1x1x4xf32> {weft.input = "attention_mask"}, %emb: tensor<6x8xf32> {weft.param = "emb"}, %bias: tensor<1x2x4x4xf32> {weft.param = "position_bias"}) -> tensor<1x4x6xf32> {
+  %x = weft.gather %emb, %ids <{axis = 0}> : tensor<6x8xf32>, tensor<1x4xi64>
+  %h = weft.reshape %x : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
+  %q = weft.transpose %h <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<1x4x2x4xf32>
+  %m = weft.mul %pad, %pad : tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>
+  %o = weft.attention %q, %q, %q, %m : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x1x1x4xf32>
+  %o2 = weft.attention %o, %o, %o, %bias : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+  %t = weft.transpose %o2 <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<1x2x4x4xf32>
   %y = weft.reshape %t : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
   %logits = weft.linear %y, %emb <{transpose_weight}> : tensor<1x4x8xf32>, tensor<6x8xf32>
   return %logits : tensor<1x4x6xf32>

@@ -217,6 +217,22 @@ func.func @attention_grad_heads(%q: tensor<1x4x16x8xf32>, %k: tensor<1x3x16x8xf3
 
 // -----
 
+func.func @attention_grad_log_sum_exp(%q: tensor<1x4x16x8xf32>, %lse: tensor<1x4x8xf32>) {
+  // expected-error @+1 {{'weft.attention_grad' op log_sum_exp 'tensor<1x4x8xf32>' must be [batch, query heads, queries] [1, 4, 16]}}
+  %0:3 = weft.attention_grad %q, %q, %q, %q, %q log_sum_exp(%lse : tensor<1x4x8xf32>) : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_mask(%q: tensor<1x4x16x8xf32>, %m: tensor<1x1x8x16xi1>) {
+  // expected-error @+1 {{'weft.attention_grad' mask [1, 1, 8, 16] does not broadcast to the scores [1, 4, 16, 16]}}
+  %0:3 = weft.attention_grad %q, %q, %q, %q, %q mask(%m : tensor<1x1x8x16xi1>) : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_gqa(%q: tensor<1x4x16x8xf32>, %k: tensor<1x3x16x8xf32>) {
   // expected-error @+1 {{'weft.attention' query heads 4 must be a multiple of key/value heads 3}}
   %0 = weft.attention %q, %k, %k : tensor<1x4x16x8xf32>, tensor<1x3x16x8xf32>, tensor<1x3x16x8xf32>

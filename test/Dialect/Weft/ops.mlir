@@ -143,6 +143,17 @@ func.func @attention_grad(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x16x32xf32>,
   return
 }
 
+// The forward saving its log-sum-exp, and a backward reading it and a mask.
+// CHECK-LABEL: func.func @attention_saving_statistics
+func.func @attention_saving_statistics(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x16x32xf32>,
+                          %v: tensor<1x2x16x16xf32>, %m: tensor<1x1x1x16xi1>) {
+  // CHECK: %{{.*}}, %[[LSE:.*]] = weft.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} <{save_log_sum_exp}> : {{.*}}, tensor<1x1x1x16xi1>
+  %o, %lse = weft.attention %q, %k, %v, %m <{save_log_sum_exp}> : tensor<1x8x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x16xf32>, tensor<1x1x1x16xi1>
+  // CHECK: weft.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<1x1x1x16xi1>) log_sum_exp(%[[LSE]] : tensor<1x8x16xf32>) <{causal}>
+  %0:3 = weft.attention_grad %q, %k, %v, %o, %o mask(%m : tensor<1x1x1x16xi1>) log_sum_exp(%lse : tensor<1x8x16xf32>) <{causal}> : tensor<1x8x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x16xf32>, tensor<1x8x16x16xf32>, tensor<1x8x16x16xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @cross_entropy
 func.func @cross_entropy(%logits: tensor<2x16x64xf32>, %labels: tensor<2x16xi64>)
     -> (tensor<2x16xf32>, tensor<2x16x64xf32>) {

@@ -30,6 +30,11 @@ constexpr const char *kCudaPtxFeatures = "+ptx80";
 /// cuBLAS on a GPU, the CPU's BLAS under the emulation.
 constexpr const char *kCudaGemm = "weft_cuda_gemm";
 constexpr const char *kEmulatedGemm = "weft_emulated_gemm";
+/// The runtime's fused attention (weft/runtime/Contract.h): cuDNN's SDPA
+/// graphs on a GPU, a CPU reference of the same contract under the
+/// emulation.
+constexpr const char *kCudaAttention = "weft_cuda_attention";
+constexpr const char *kEmulatedAttention = "weft_emulated_attention";
 
 /// The CUDA toolkit whose ptxas assembles the kernels and whose libdevice
 /// they link: $CUDA_HOME, else the one found when Weft was built.

@@ -277,4 +277,41 @@ def WeftGpuEmulateLaunches : Pass<"weft-gpu-emulate-launches", "::mlir::ModuleOp
   ];
 }
 
+def WeftAttentionToLibrary
+    : Pass<"weft-attention-to-library", "::mlir::ModuleOp"> {
+  let summary = "Run each bf16 attention and its backward as a fused kernel";
+  let description = [{
+    Marks every bf16 `weft.attention` and `weft.attention_grad` with
+    `weft.library_call`, the runtime function it then bufferizes into:
+    `<callee>_forward_bf16` and `<callee>_backward_bf16`, declared here with
+    the signatures of weft/runtime/Contract.h (cuDNN's fused SDPA on a GPU,
+    a CPU reference under the emulation). No `[B, H, S, T]` tensor is made.
+    The backward reads the forward's log-sum-exp: the forward of the
+    attention it differentiates gets `save_log_sum_exp`, or, where that
+    forward is not in the same function, one is computed beside it. An i1
+    mask becomes an additive one (0 or -inf), the form the kernels read.
+    Other element types keep the decomposition: cuDNN's fused attention
+    takes no f32.
+
+    ```mlir
+    %o = weft.attention %q, %k, %v <{causal}> : ... (bf16)
+    %dq, %dk, %dv = weft.attention_grad %q, %k, %v, %o, %do <{causal}> : ...
+    // becomes
+    %o, %lse = weft.attention %q, %k, %v <{causal, save_log_sum_exp}>
+        {weft.library_call = @weft_cuda_attention_forward_bf16} : ...
+    %dq, %dk, %dv = weft.attention_grad %q, %k, %v, %o, %do
+        log_sum_exp(%lse : tensor<...xf32>) <{causal}>
+        {weft.library_call = @weft_cuda_attention_backward_bf16} : ...
+    ```
+  }];
+  let options = [
+    Option<"callee", "callee", "std::string",
+           /*default=*/"\"weft_cuda_attention\"",
+           "The runtime functions' prefix (weft_cuda_attention, "
+           "weft_emulated_attention)">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // WEFT_TARGET_CUDA_PASSES_TD

@@ -681,10 +681,12 @@ LogicalResult AttentionOp::buildAdjoints(OpBuilder &b,
                                          SmallVectorImpl<Value> &grads) {
   Value mask = getMask();
   grads.assign(getNumOperands(), Value());
-  if ((*this)->hasAttr(WeftDialect::kFusedBackwardAttrName) && !mask) {
+  // Marked only where the mask needs no gradient (weft-derive-train-step).
+  if ((*this)->hasAttr(WeftDialect::kFusedBackwardAttrName)) {
     auto fused = AttentionGradOp::create(
         b, getLoc(), getQuery(), getKey(), getValue(), getResult(),
-        resultGrads[0], getCausal(), getScaleAttr());
+        resultGrads[0], mask, /*log_sum_exp=*/Value(), getCausal(),
+        getScaleAttr());
     grads[0] = fused.getQueryGrad();
     grads[1] = fused.getKeyGrad();
     grads[2] = fused.getValueGrad();

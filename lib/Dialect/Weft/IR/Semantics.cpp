@@ -218,119 +218,132 @@ HostTensor conv(ConvOp op, const HostTensor &x, const HostTensor &w,
   return out;
 }
 
-HostTensor attention(AttentionOp op, const HostTensor &q, const HostTensor &k,
-                     const HostTensor &v, const HostTensor *mask) {
-  int64_t batch = q.shape[0], hq = q.shape[1], s = q.shape[2], d = q.shape[3];
-  int64_t hkv = k.shape[1], t = k.shape[2], dv = v.shape[3];
-  double scale = op.getEffectiveScale();
-  bool causal = op.getCausal();
-  // The mask broadcast to [B, Hq, S, T].
-  std::optional<HostTensor> fullMask;
-  if (mask)
-    fullMask = mapBroadcast(
-        {mask}, {batch, hq, s, t}, mask->elementType,
-        [](ArrayRef<double> x) { return x[0]; },
-        [](ArrayRef<int64_t> x) { return x[0]; });
-  HostTensor out = HostTensor::zeros(op.getType().getShape(), q.elementType);
-  std::vector<double> scores(t);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < hq; ++h) {
-      int64_t kvh = h / (hq / hkv);
-      for (int64_t i = 0; i < s; ++i) {
-        double max = -INFINITY;
-        for (int64_t j = 0; j < t; ++j) {
-          double dot = 0;
-          for (int64_t e = 0; e < d; ++e)
-            dot += q.floats[((b * hq + h) * s + i) * d + e] *
-                   k.floats[((b * hkv + kvh) * t + j) * d + e];
-          double score = dot * scale;
-          int64_t m = ((b * hq + h) * s + i) * t + j;
-          if (fullMask) {
-            if (fullMask->isFloat())
-              score += fullMask->floats[m];
-            else if (fullMask->ints[m] == 0)
-              score = -INFINITY;
-          }
-          if (causal && j > i + t - s)
-            score = -INFINITY;
-          scores[j] = score;
-          max = std::max(max, score);
-        }
-        // A row with every key masked has no distribution: NaN, as in
-        // PyTorch's scaled_dot_product_attention.
-        double sum = 0;
-        for (int64_t j = 0; j < t; ++j)
-          sum += scores[j] = std::exp(scores[j] - max);
-        for (int64_t e = 0; e < dv; ++e) {
+/// One attention's sizes and masking: scores row by row.
+struct AttentionRows {
+  int64_t batch, hq, s, d, hkv, t, dv;
+  double scale;
+  bool causal;
+  /// The mask broadcast to [B, Hq, S, T].
+  std::optional<HostTensor> mask;
+
+  AttentionRows(const HostTensor &q, const HostTensor &k, const HostTensor &v,
+                const HostTensor *maskOperand, bool causal, double scale)
+      : batch(q.shape[0]), hq(q.shape[1]), s(q.shape[2]), d(q.shape[3]),
+        hkv(k.shape[1]), t(k.shape[2]), dv(v.shape[3]), scale(scale),
+        causal(causal) {
+    if (maskOperand)
+      mask = mapBroadcast(
+          {maskOperand}, {batch, hq, s, t}, maskOperand->elementType,
+          [](ArrayRef<double> x) { return x[0]; },
+          [](ArrayRef<int64_t> x) { return x[0]; });
+  }
+  int64_t kvHead(int64_t h) const { return h / (hq / hkv); }
+  int64_t qIndex(int64_t b, int64_t h, int64_t i, int64_t e) const {
+    return ((b * hq + h) * s + i) * d + e;
+  }
+  int64_t kIndex(int64_t b, int64_t h, int64_t j, int64_t e) const {
+    return ((b * hkv + kvHead(h)) * t + j) * d + e;
+  }
+  int64_t vIndex(int64_t b, int64_t h, int64_t j, int64_t e) const {
+    return ((b * hkv + kvHead(h)) * t + j) * dv + e;
+  }
+  int64_t outIndex(int64_t b, int64_t h, int64_t i, int64_t e) const {
+    return ((b * hq + h) * s + i) * dv + e;
+  }
+  /// Query i's probabilities over the keys into `p`; returns the log of
+  /// the sum of its scores' exponentials (-inf when every key is hidden,
+  /// and then `p` is NaN, as PyTorch's scaled_dot_product_attention gives).
+  double probabilities(const HostTensor &q, const HostTensor &k, int64_t b,
+                       int64_t h, int64_t i, std::vector<double> &p) const {
+    double max = -INFINITY;
+    for (int64_t j = 0; j < t; ++j) {
+      double dot = 0;
+      for (int64_t e = 0; e < d; ++e)
+        dot += q.floats[qIndex(b, h, i, e)] * k.floats[kIndex(b, h, j, e)];
+      double score = dot * scale;
+      int64_t m = ((b * hq + h) * s + i) * t + j;
+      if (mask) {
+        if (mask->isFloat())
+          score += mask->floats[m];
+        else if (mask->ints[m] == 0)
+          score = -INFINITY;
+      }
+      if (causal && j > i + t - s)
+        score = -INFINITY;
+      p[j] = score;
+      max = std::max(max, score);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < t; ++j)
+      sum += p[j] = std::exp(p[j] - max);
+    for (int64_t j = 0; j < t; ++j)
+      p[j] /= sum;
+    return max + std::log(sum);
+  }
+};
+
+void attention(AttentionOp op, const HostTensor &q, const HostTensor &k,
+               const HostTensor &v, const HostTensor *mask,
+               SmallVectorImpl<HostTensor> &results) {
+  AttentionRows rows(q, k, v, mask, op.getCausal(), op.getEffectiveScale());
+  HostTensor out =
+      HostTensor::zeros(op.getResult().getType().getShape(), q.elementType);
+  HostTensor lse = HostTensor::zeros({rows.batch, rows.hq, rows.s},
+                                     Float32Type::get(op.getContext()));
+  std::vector<double> p(rows.t);
+  for (int64_t b = 0; b < rows.batch; ++b)
+    for (int64_t h = 0; h < rows.hq; ++h)
+      for (int64_t i = 0; i < rows.s; ++i) {
+        lse.floats[(b * rows.hq + h) * rows.s + i] =
+            rows.probabilities(q, k, b, h, i, p);
+        for (int64_t e = 0; e < rows.dv; ++e) {
           double acc = 0;
-          for (int64_t j = 0; j < t; ++j)
-            acc +=
-                scores[j] / sum * v.floats[((b * hkv + kvh) * t + j) * dv + e];
-          out.floats[((b * hq + h) * s + i) * dv + e] = acc;
+          for (int64_t j = 0; j < rows.t; ++j)
+            acc += p[j] * v.floats[rows.vIndex(b, h, j, e)];
+          out.floats[rows.outIndex(b, h, i, e)] = acc;
         }
       }
-    }
-  return out;
+  results.push_back(std::move(out));
+  if (op.getSaveLogSumExp())
+    results.push_back(std::move(lse));
 }
 
-/// dQ, dK, dV of a mask-free attention, row by row: P = softmax(scale q k^T)
+/// dQ, dK, dV of an attention, row by row: P = softmax(scale q k^T + mask)
 /// (causal-masked), dV += P^T dO, dS = P (dO v^T - rowsum(dO o)), dQ = scale
 /// dS k, dK += scale dS^T q.
 void attentionGrad(AttentionGradOp op, const HostTensor &q, const HostTensor &k,
                    const HostTensor &v, const HostTensor &o,
-                   const HostTensor &dO, SmallVectorImpl<HostTensor> &results) {
-  int64_t batch = q.shape[0], hq = q.shape[1], s = q.shape[2], d = q.shape[3];
-  int64_t hkv = k.shape[1], t = k.shape[2], dv = v.shape[3];
-  double scale = op.getEffectiveScale();
+                   const HostTensor &dO, const HostTensor *mask,
+                   SmallVectorImpl<HostTensor> &results) {
+  AttentionRows rows(q, k, v, mask, op.getCausal(), op.getEffectiveScale());
   HostTensor dq = HostTensor::zeros(q.shape, q.elementType);
   HostTensor dk = HostTensor::zeros(k.shape, k.elementType);
   HostTensor dvt = HostTensor::zeros(v.shape, v.elementType);
-  std::vector<double> p(t);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < hq; ++h) {
-      int64_t kvh = h / (hq / hkv);
-      auto qAt = [&](int64_t i, int64_t e) -> double {
-        return q.floats[((b * hq + h) * s + i) * d + e];
-      };
-      auto kIndex = [&](int64_t j, int64_t e) {
-        return ((b * hkv + kvh) * t + j) * d + e;
-      };
-      auto vIndex = [&](int64_t j, int64_t e) {
-        return ((b * hkv + kvh) * t + j) * dv + e;
-      };
-      auto outIndex = [&](int64_t i, int64_t e) {
-        return ((b * hq + h) * s + i) * dv + e;
-      };
-      for (int64_t i = 0; i < s; ++i) {
-        double max = -INFINITY;
-        for (int64_t j = 0; j < t; ++j) {
-          double dot = 0;
-          for (int64_t e = 0; e < d; ++e)
-            dot += qAt(i, e) * k.floats[kIndex(j, e)];
-          p[j] = op.getCausal() && j > i + t - s ? -INFINITY : dot * scale;
-          max = std::max(max, p[j]);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < t; ++j)
-          sum += p[j] = std::exp(p[j] - max);
+  std::vector<double> p(rows.t);
+  for (int64_t b = 0; b < rows.batch; ++b)
+    for (int64_t h = 0; h < rows.hq; ++h)
+      for (int64_t i = 0; i < rows.s; ++i) {
+        rows.probabilities(q, k, b, h, i, p);
         double rowDot = 0;
-        for (int64_t e = 0; e < dv; ++e)
-          rowDot += dO.floats[outIndex(i, e)] * o.floats[outIndex(i, e)];
-        for (int64_t j = 0; j < t; ++j) {
-          double prob = p[j] / sum, dp = 0;
-          for (int64_t e = 0; e < dv; ++e) {
-            dp += dO.floats[outIndex(i, e)] * v.floats[vIndex(j, e)];
-            dvt.floats[vIndex(j, e)] += prob * dO.floats[outIndex(i, e)];
+        for (int64_t e = 0; e < rows.dv; ++e)
+          rowDot += dO.floats[rows.outIndex(b, h, i, e)] *
+                    o.floats[rows.outIndex(b, h, i, e)];
+        for (int64_t j = 0; j < rows.t; ++j) {
+          double dp = 0;
+          for (int64_t e = 0; e < rows.dv; ++e) {
+            double g = dO.floats[rows.outIndex(b, h, i, e)];
+            dp += g * v.floats[rows.vIndex(b, h, j, e)];
+            dvt.floats[rows.vIndex(b, h, j, e)] += p[j] * g;
           }
-          double ds = prob * (dp - rowDot) * scale;
-          for (int64_t e = 0; e < d; ++e) {
-            dq.floats[((b * hq + h) * s + i) * d + e] +=
-                ds * k.floats[kIndex(j, e)];
-            dk.floats[kIndex(j, e)] += ds * qAt(i, e);
+          double ds = p[j] * (dp - rowDot) * rows.scale;
+          for (int64_t e = 0; e < rows.d; ++e) {
+            dq.floats[rows.qIndex(b, h, i, e)] +=
+                ds * k.floats[rows.kIndex(b, h, j, e)];
+            dk.floats[rows.kIndex(b, h, j, e)] +=
+                ds * q.floats[rows.qIndex(b, h, i, e)];
           }
         }
       }
-    }
   results.push_back(std::move(dq));
   results.push_back(std::move(dk));
   results.push_back(std::move(dvt));
@@ -748,13 +761,15 @@ LogicalResult RmsNormOp::evaluate(ArrayRef<const HostTensor *> in,
 
 LogicalResult AttentionOp::evaluate(ArrayRef<const HostTensor *> in,
                                     Results &results) {
-  return one(results, attention(*this, *in[0], *in[1], *in[2],
-                                getMask() ? in[3] : nullptr));
+  attention(*this, *in[0], *in[1], *in[2], getMask() ? in[3] : nullptr,
+            results);
+  return success();
 }
 
 LogicalResult AttentionGradOp::evaluate(ArrayRef<const HostTensor *> in,
                                         Results &results) {
-  attentionGrad(*this, *in[0], *in[1], *in[2], *in[3], *in[4], results);
+  attentionGrad(*this, *in[0], *in[1], *in[2], *in[3], *in[4],
+                getMask() ? in[5] : nullptr, results);
   return success();
 }
 

@@ -363,13 +363,14 @@ OpShardingRule RmsNormOp::getShardingRule() {
 /// q [B, H, S, D], k [B, Hkv, T, D], v [B, Hkv, T, Dv], mask broadcastable
 /// to [B, H, S, T]: batch and heads split (kv heads with the query heads,
 /// which keeps each rank's query heads with their shared kv head; a single
-/// kv head stays whole); D is contracted and stays whole. A mask-free self-attention (S == T) has its
-/// sequence as a Context factor: the partitioner splits it over the
-/// context-parallel axis only, as a ring or an all-to-all over the heads
-/// (softmax runs over T and the causal mask needs global positions, so a
-/// plain split would be wrong). `operands` are q, k, v followed by tensors
-/// shaped like the result (the mask is handled here, the gradient op's
-/// out and out_grad are the rest); `results` likewise.
+/// kv head stays whole); D is contracted and stays whole. A mask-free
+/// self-attention (S == T) has its sequence as a Context factor: the
+/// partitioner splits it over the context-parallel axis only, as a ring or an
+/// all-to-all over the heads (softmax runs over T and the causal mask needs
+/// global positions, so a plain split would be wrong). `operands` are q, k, v
+/// followed by tensors whose leading dims are the result's (the mask is handled
+/// here, the gradient op's out, out_grad and log-sum-exp are the rest);
+/// `results` likewise.
 static OpShardingRule attentionRule(Operation *op, Value query, Value key,
                                     Value mask) {
   OpShardingRule rule = emptyRule(op);
@@ -399,13 +400,15 @@ static OpShardingRule attentionRule(Operation *op, Value query, Value key,
     for (int64_t index : {1, 2})
       rule.operandFactors[index][1] = -1;
   if (mask) {
+    auto maskIndex =
+        std::distance(op->operand_begin(), llvm::find(op->getOperands(), mask));
     ArrayRef<int64_t> shape = shapeOf(mask);
     ArrayRef<int64_t> scores = shapeOf(query);
     int64_t offset = 4 - shape.size();
     for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
       int64_t full = offset + d;
       if (full < 2 && shape[d] == scores[full] && shape[d] != 1)
-        rule.operandFactors[3][d] = full == 0 ? batch : heads;
+        rule.operandFactors[maskIndex][d] = full == 0 ? batch : heads;
     }
   }
   // Size-1 mask dims, the head dims and a cross-attention's S and T stay
@@ -419,7 +422,7 @@ OpShardingRule AttentionOp::getShardingRule() {
 }
 
 OpShardingRule AttentionGradOp::getShardingRule() {
-  return attentionRule(*this, getQuery(), getKey(), Value());
+  return attentionRule(*this, getQuery(), getKey(), getMask());
 }
 
 //===----------------------------------------------------------------------===//

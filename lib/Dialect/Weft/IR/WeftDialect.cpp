@@ -51,6 +51,14 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a dictionary on a module";
     return success();
   }
+  if (name == kLibraryCallAttrName) {
+    if (!isa<AttentionOp, AttentionGradOp>(op) ||
+        !llvm::isa<FlatSymbolRefAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a function symbol on "
+                                "weft.attention or weft.attention_grad";
+    return success();
+  }
   if (name == kLaunchIdAttrName) {
     if (!llvm::isa<IntegerAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be an integer";
@@ -323,13 +331,19 @@ int64_t weft::contractionFlops(Operation *op) {
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return 2 * tensorTypeOf(matmul.getResult()).getNumElements() *
            lastDim(matmul.getLhs());
-  if (auto attention = dyn_cast<AttentionOp>(op)) {
-    int64_t rows = tensorTypeOf(attention.getQuery()).getNumElements() /
-                   lastDim(attention.getQuery());
-    ArrayRef<int64_t> key = tensorTypeOf(attention.getKey()).getShape();
-    int64_t scores = rows * key[key.size() - 2];
-    return 2 * scores * (lastDim(attention.getQuery()) +
-                         lastDim(attention.getValue()));
-  }
+  // Attention: q k^T and p v forward; the backward's four products (dv,
+  // dp, dq, dk) reuse the forward's probabilities, as the decomposition
+  // does, so a fused backward counts as much.
+  auto attentionFlops = [&](Value query, Value key, Value value) {
+    int64_t rows = tensorTypeOf(query).getNumElements() / lastDim(query);
+    ArrayRef<int64_t> keyShape = tensorTypeOf(key).getShape();
+    int64_t scores = rows * keyShape[keyShape.size() - 2];
+    return 2 * scores * (lastDim(query) + lastDim(value));
+  };
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return attentionFlops(attention.getQuery(), attention.getKey(),
+                          attention.getValue());
+  if (auto grad = dyn_cast<AttentionGradOp>(op))
+    return 2 * attentionFlops(grad.getQuery(), grad.getKey(), grad.getValue());
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/IR/HostTensor.h"
+#include "weft/Dialect/Weft/IR/WeftBuilders.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
@@ -692,6 +693,31 @@ LogicalResult RmsNormOp::verify() { return verifyNormCommon(*this); }
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
+/// An attention's `mask`: broadcast to the scores [B, Hq, S, T], i1 or of
+/// the query's element type.
+static LogicalResult verifyAttentionMask(std::optional<Location> loc,
+                                         StringRef opName,
+                                         RankedTensorType maskType,
+                                         RankedTensorType q,
+                                         RankedTensorType k) {
+  SmallVector<int64_t> scores{q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
+                              k.getDimSize(2)};
+  auto merged = broadcastShapes(scores, maskType.getShape());
+  if (maskType.getRank() > 4 || failed(merged) ||
+      llvm::any_of(llvm::zip(*merged, scores), [](auto p) {
+        return clash(std::get<0>(p), std::get<1>(p));
+      }))
+    return emitOptionalError(
+        loc, "'", opName, "' mask ", shapeStr(maskType.getShape()),
+        " does not broadcast to the scores ", shapeStr(scores));
+  Type maskElement = maskType.getElementType();
+  if (!maskElement.isInteger(1) && maskElement != q.getElementType())
+    return emitOptionalError(loc, "'", opName,
+                             "' mask must be i1 or have the query's element "
+                             "type");
+  return success();
+}
+
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -722,27 +748,16 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context,
                              " must be a multiple of key/value heads ", hkv);
   SmallVector<int64_t> shape{q.getDimSize(0), hq, q.getDimSize(2),
                              v.getDimSize(3)};
-  if (Value mask = adaptor.getMask()) {
-    auto maskType = rankedType(mask);
-    SmallVector<int64_t> scores{q.getDimSize(0), hq, q.getDimSize(2),
-                                k.getDimSize(2)};
-    auto merged = broadcastShapes(scores, maskType.getShape());
-    if (maskType.getRank() > 4 || failed(merged) ||
-        llvm::any_of(llvm::zip(*merged, scores), [](auto p) {
-          return clash(std::get<0>(p), std::get<1>(p));
-        }))
-      return emitOptionalError(loc, "'weft.attention' mask ",
-                               shapeStr(maskType.getShape()),
-                               " does not broadcast to the scores ",
-                               shapeStr(scores));
-    Type maskElement = maskType.getElementType();
-    if (!maskElement.isInteger(1) && maskElement != q.getElementType())
-      return emitOptionalError(loc, "'weft.attention' mask must be i1 or have "
-                                    "the query's element type");
-  }
+  if (Value mask = adaptor.getMask())
+    if (failed(
+            verifyAttentionMask(loc, "weft.attention", rankedType(mask), q, k)))
+      return failure();
   if (adaptor.getScale() && !(adaptor.getScale()->convertToDouble() > 0))
     return emitOptionalError(loc, "'weft.attention' scale must be positive");
   inferred.push_back(RankedTensorType::get(shape, q.getElementType()));
+  if (adaptor.getSaveLogSumExp())
+    inferred.push_back(RankedTensorType::get(
+        {q.getDimSize(0), hq, q.getDimSize(2)}, Float32Type::get(context)));
   return success();
 }
 
@@ -822,6 +837,18 @@ LogicalResult AttentionGradOp::verify() {
                                << " is not the attention's result " << expected;
   if (getScale() && !(getScale()->convertToDouble() > 0))
     return emitOpError("scale must be positive");
+  if (Value mask = getMask())
+    if (failed(verifyAttentionMask(getLoc(), "weft.attention_grad",
+                                   rankedType(mask), q, k)))
+      return failure();
+  if (Value lse = getLogSumExp()) {
+    SmallVector<int64_t> rows{q.getDimSize(0), q.getDimSize(1),
+                              q.getDimSize(2)};
+    if (rankedType(lse).getShape() != ArrayRef<int64_t>(rows))
+      return emitOpError("log_sum_exp ")
+             << lse.getType() << " must be [batch, query heads, queries] "
+             << shapeStr(rows);
+  }
   return success();
 }
 
@@ -859,6 +886,33 @@ double AttentionGradOp::getEffectiveScale() {
     return scale->convertToDouble();
   return 1.0 /
          std::sqrt(static_cast<double>(rankedType(getQuery()).getDimSize(3)));
+}
+
+void weft::readForwardLogSumExp(AttentionGradOp grad) {
+  if (grad.getLogSumExp())
+    return;
+  auto forward = grad.getOut().getDefiningOp<AttentionOp>();
+  bool same = forward && forward.getQuery() == grad.getQuery() &&
+              forward.getKey() == grad.getKey() &&
+              forward.getValue() == grad.getValue() &&
+              forward.getMask() == grad.getMask() &&
+              forward.getCausal() == grad.getCausal() &&
+              forward.getEffectiveScale() == grad.getEffectiveScale();
+  if (same && forward.getSaveLogSumExp()) {
+    grad.getLogSumExpMutable().assign(forward.getLogSumExp());
+    return;
+  }
+  OpBuilder builder(same ? forward.getOperation() : grad.getOperation());
+  auto saving = AttentionOp::create(builder, grad.getLoc(), grad.getQuery(),
+                                    grad.getKey(), grad.getValue(),
+                                    grad.getMask(), grad.getCausalAttr(),
+                                    grad.getScaleAttr(), builder.getUnitAttr());
+  if (same) {
+    saving->setDiscardableAttrs(forward->getDiscardableAttrDictionary());
+    forward.getResult().replaceAllUsesWith(saving.getResult());
+    forward.erase();
+  }
+  grad.getLogSumExpMutable().assign(saving.getLogSumExp());
 }
 
 //===----------------------------------------------------------------------===//

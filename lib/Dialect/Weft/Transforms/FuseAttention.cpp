@@ -283,8 +283,10 @@ struct FuseScaledDotProduct : public OpRewritePattern<MatmulOp> {
     if (std::abs(chain.scale - defaultScale) > 1e-6 * defaultScale)
       scaleAttr = rewriter.getF64FloatAttr(chain.scale);
     Value result = AttentionOp::create(
-        rewriter, loc, q4, k4, v4, mask,
-        causal ? rewriter.getUnitAttr() : UnitAttr(), scaleAttr);
+                       rewriter, loc, q4, k4, v4, mask,
+                       causal ? rewriter.getUnitAttr() : UnitAttr(), scaleAttr,
+                       /*save_log_sum_exp=*/UnitAttr())
+                       .getResult();
     if (resultRank == 3 && headView.empty())
       result = SqueezeOp::create(rewriter, loc, result,
                                  rewriter.getDenseI64ArrayAttr({1}));

@@ -184,6 +184,8 @@ struct SinkMergeThroughAttention : public OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op.getSaveLogSumExp())
+      return failure();
     SmallVector<Value> unmerged;
     for (Value operand : {op.getQuery(), op.getKey(), op.getValue()}) {
       std::optional<Merge> merge = matchMerge(operand);
@@ -211,8 +213,9 @@ struct SinkMergeThroughAttention : public OpRewritePattern<AttentionOp> {
     }
     auto attention = AttentionOp::create(rewriter, op.getLoc(), unmerged[0],
                                          unmerged[1], unmerged[2], op.getMask(),
-                                         op.getCausalAttr(), op.getScaleAttr());
-    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(),
+                                         op.getCausalAttr(), op.getScaleAttr(),
+                                         /*save_log_sum_exp=*/UnitAttr());
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getResult().getType(),
                                            attention.getResult());
     return success();
   }

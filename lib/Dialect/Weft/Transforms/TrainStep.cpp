@@ -21,6 +21,8 @@
 #include "weft/Dialect/Weft/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/GlobPattern.h"
 
 namespace weft {
@@ -32,6 +34,35 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
+
+/// Whether a gradient reaches an attention's mask: it is computed from a
+/// float argument (a parameter, say a learned position bias) through float
+/// values. A padding mask cast from integer ids needs none.
+bool maskNeedsGradient(Value mask) {
+  SmallVector<Value> worklist;
+  if (mask)
+    worklist.push_back(mask);
+  llvm::DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (!seen.insert(value).second ||
+        !isa<FloatType>(getElementTypeOrSelf(value.getType())))
+      continue;
+    Operation *producer = value.getDefiningOp();
+    if (!producer) {
+      // Inputs take no gradient; parameters and block arguments of other
+      // regions may.
+      auto arg = cast<BlockArgument>(value);
+      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (func &&
+          func.getArgAttr(arg.getArgNumber(), WeftDialect::kInputAttrName))
+        continue;
+      return true;
+    }
+    llvm::append_range(worklist, producer->getOperands());
+  }
+  return false;
+}
 
 /// The contraction FLOPs of a function (see contractionFlops).
 int64_t functionFlops(func::FuncOp func) {
@@ -91,12 +122,13 @@ public:
   Type element;
 };
 
-/// Runs every f32 linear and matmul of `func` on `narrow` operands: casts
-/// in, the op on the narrow type, a cast of the result back to f32.
-void castContractions(func::FuncOp func, FloatType narrow) {
+/// Runs every f32 linear and matmul of `func` (and attention, with
+/// `attention`) on `narrow` operands: casts in, the op on the narrow type,
+/// a cast of the result back to f32. An i1 mask stays as it is.
+void castContractions(func::FuncOp func, FloatType narrow, bool attention) {
   SmallVector<Operation *> contractions;
   func.walk([&](Operation *op) {
-    if (isa<LinearOp, MatmulOp>(op) &&
+    if ((isa<LinearOp, MatmulOp>(op) || (attention && isa<AttentionOp>(op))) &&
         llvm::cast<RankedTensorType>(op->getResult(0).getType())
             .getElementType()
             .isF32())
@@ -109,7 +141,8 @@ void castContractions(func::FuncOp func, FloatType narrow) {
       return CastOp::create(b, op->getLoc(), type.clone(narrow), v).getResult();
     };
     for (OpOperand &operand : op->getOpOperands())
-      operand.set(narrowed(operand.get()));
+      if (isa<FloatType>(getElementTypeOrSelf(operand.get().getType())))
+        operand.set(narrowed(operand.get()));
     Value result = op->getResult(0);
     auto wide = llvm::cast<RankedTensorType>(result.getType());
     result.setType(wide.clone(narrow));
@@ -296,7 +329,8 @@ struct WeftDeriveTrainStepPass
                                  "be f32 or bf16, not '"
                               << computeType << "'";
     if (computeType == "bf16")
-      castContractions(main, BFloat16Type::get(module.getContext()));
+      castContractions(main, BFloat16Type::get(module.getContext()),
+                       attentionInComputeType);
 
     // loss(main's arguments..., labels) = cross_entropy(main(...), labels)
     OpBuilder b(ctx);
@@ -348,7 +382,7 @@ struct WeftDeriveTrainStepPass
     func::ReturnOp::create(lb, main.getLoc(), total);
     if (fusedAttentionBackward)
       loss.walk([&](AttentionOp attention) {
-        if (!attention.getMask())
+        if (!maskNeedsGradient(attention.getMask()))
           attention->setAttr(WeftDialect::kFusedBackwardAttrName,
                              UnitAttr::get(attention.getContext()));
       });
@@ -356,6 +390,14 @@ struct WeftDeriveTrainStepPass
         buildGradientFunction(loss, "train_loss_grad");
     if (failed(grad))
       return failure();
+    // The fused kernels' backward reads the statistics its forward saved;
+    // linked here, they travel with the activations when the step is split
+    // into functions (layers, micro-batches, pipeline stages).
+    if (attentionInComputeType)
+      (*grad)->walk([](AttentionGradOp attention) {
+        if (getElementTypeOrSelf(attention.getQuery().getType()).isBF16())
+          readForwardLogSumExp(attention);
+      });
 
     // train_step: the gradient function's body, then the update. The
     // gradient function starts with a copy of the loss's ops (the forward

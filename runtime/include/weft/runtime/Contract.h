@@ -50,6 +50,32 @@ constexpr const char *kRecvFunctionPrefix = "weft_recv_";
 /// `weft_mesh_coordinate(axis) -> i64`: this rank's coordinate on `axis`.
 constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
 
+/// Fused attention (weft-attention-to-library), named with the element
+/// type after them (`<prefix>_forward_bf16`, `<prefix>_backward_bf16`;
+/// the prefix is the target's). Every tensor is an unranked memref
+/// argument (rank, descriptor) with non-negative strides, the last one 1
+/// but for the bias's; then `flags` (i64) and `scale` (f64):
+///   forward(q, k, v, bias, out, log_sum_exp, flags, scale)
+///   backward(q, k, v, bias, out, out_grad, log_sum_exp,
+///            q_grad, k_grad, v_grad, flags, scale)
+/// q is [B, Hq, S, D], k [B, Hkv, T, D], v [B, Hkv, T, Dv] with Hq a
+/// multiple of Hkv (query head h reads key/value head h / (Hq / Hkv)); out
+/// and out_grad are [B, Hq, S, Dv]; bias is [B, Hq, S, T], added to the
+/// scaled scores (-inf hides a key; broadcast dims have stride 0), read only
+/// under kAttentionBias (else it is any tensor of the element type);
+/// log_sum_exp is f32 [B, Hq, S]: per query, the log of the sum over its
+/// visible keys of exp(scale * q.k + bias), written by the forward, read by
+/// the backward. The backward writes (never accumulates) the gradients;
+/// k_grad and v_grad sum over the query heads that share a key/value head.
+/// A query with no visible key gets out = 0, log_sum_exp = -inf and no
+/// gradient.
+constexpr const char *kAttentionForwardSuffix = "_forward_";
+constexpr const char *kAttentionBackwardSuffix = "_backward_";
+/// Key j is hidden from query i when j > i + T - S.
+constexpr int64_t kAttentionCausal = 1;
+/// `bias` is read.
+constexpr int64_t kAttentionBias = 2;
+
 //===----------------------------------------------------------------------===//
 // The symbols a program object defines (RunnerMain.cpp declares them)
 //===----------------------------------------------------------------------===//

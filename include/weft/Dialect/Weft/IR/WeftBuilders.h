@@ -29,6 +29,14 @@ mlir::Value createSplat(mlir::OpBuilder &builder, mlir::Location loc,
 mlir::Value createScalar(mlir::OpBuilder &builder, mlir::Location loc,
                          mlir::Type element, double value);
 
+class AttentionGradOp;
+
+/// Gives `grad` (without one) the log-sum-exp its forward saves: of the
+/// weft.attention that computed its `out` from the same operands, made to
+/// save it, or else of a new saving one beside `grad` (which recomputes the
+/// forward: that one is in another function).
+void readForwardLogSumExp(AttentionGradOp grad);
+
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTBUILDERS_H

@@ -524,15 +524,25 @@ def Weft_AttentionOp : Weft_Op<"attention",
     optional `mask` broadcasts to `[B, Hq, S, T]`: a float mask is added to
     the scores, an i1 mask keeps the positions where it is true.
 
+    With `save_log_sum_exp` a second result, f32 `[B, Hq, S]`, holds each
+    query's log of the sum of the exponentials of its (scaled, masked)
+    scores: what a fused backward (`weft.attention_grad`) reads instead of
+    recomputing the softmax's statistics. The CUDA target sets it on the
+    forward of an attention it differentiates with a fused kernel.
+
     ```mlir
     %o = weft.attention %q, %k, %v <{causal}>
+        : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
+    %o2, %lse = weft.attention %q, %k, %v <{causal, save_log_sum_exp}>
         : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
                        Weft_FloatTensor:$value, Optional<Weft_Tensor>:$mask,
-                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
-  let results = (outs Weft_FloatTensor:$result);
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
+                       UnitAttr:$save_log_sum_exp);
+  let results = (outs Weft_FloatTensor:$result,
+                      Optional<TensorOf<[F32]>>:$log_sum_exp);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`,` $mask^)? prop-dict attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)?
@@ -554,35 +564,47 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad",
     [Pure, AllElementTypesMatch<["query", "key", "value", "out", "out_grad",
                                  "query_grad", "key_grad", "value_grad"]>,
      AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
-     AllTypesMatch<["value", "value_grad"]>, AllTypesMatch<["out", "out_grad"]>]> {
-  let summary = "The gradients of a mask-free scaled dot-product attention";
+     AllTypesMatch<["value", "value_grad"]>, AllTypesMatch<["out", "out_grad"]>,
+     AttrSizedOperandSegments]> {
+  let summary = "The gradients of a scaled dot-product attention";
   let description = [{
-    Given `out = weft.attention(query, key, value)` with the same `causal`
-    and `scale`, and `out_grad` the gradient of the loss with respect to
-    `out`, returns the gradients with respect to `query`, `key` and `value`
-    (grouped key/value heads summed over their query heads).
+    Given `out = weft.attention(query, key, value, mask)` with the same
+    `mask`, `causal` and `scale`, and `out_grad` the gradient of the loss
+    with respect to `out`, returns the gradients with respect to `query`,
+    `key` and `value` (grouped key/value heads summed over their query
+    heads). A float mask gets no gradient here: the training step fuses
+    only attentions whose mask needs none. `log_sum_exp`, when given, is
+    the forward's (`save_log_sum_exp`); the result does not depend on it.
 
     The training step emits it, rather than the attention's decomposed
-    adjoint, for attentions marked `weft.fused_backward`: the sequence
-    splits over a context-parallel mesh axis inside one op, so
-    `weft-partition` can run it as a ring (key/value blocks and their
-    gradients passed around the axis) or as an all-to-all over heads. The
-    partitioner replaces every `weft.attention_grad` by its local form.
+    adjoint, for attentions marked `weft.fused_backward`: with a
+    context-parallel mesh axis, where the sequence splits inside one op so
+    that `weft-partition` can run a mask-free one as a ring (key/value
+    blocks and their gradients passed around the axis) or as an all-to-all
+    over heads, and on the CUDA target, which runs it as one fused kernel.
 
     ```mlir
     %dq, %dk, %dv = weft.attention_grad %q, %k, %v, %o, %do <{causal}>
+        : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>,
+          tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
+    %gq, %gk, %gv = weft.attention_grad %q, %k, %v, %o, %do
+        mask(%m : tensor<1x1x16x16xi1>) log_sum_exp(%lse : tensor<1x4x16xf32>)
         : tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>,
           tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
                        Weft_FloatTensor:$value, Weft_FloatTensor:$out,
-                       Weft_FloatTensor:$out_grad, UnitAttr:$causal,
-                       OptionalAttr<F64Attr>:$scale);
+                       Weft_FloatTensor:$out_grad, Optional<Weft_Tensor>:$mask,
+                       Optional<TensorOf<[F32]>>:$log_sum_exp,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
   let results = (outs Weft_FloatTensor:$query_grad, Weft_FloatTensor:$key_grad,
                       Weft_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $out `,` $out_grad prop-dict attr-dict `:`
+    $query `,` $key `,` $value `,` $out `,` $out_grad
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`log_sum_exp` `(` $log_sum_exp^ `:` type($log_sum_exp) `)`)?
+    prop-dict attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out) `,`
     type($out_grad)
   }];

@@ -209,6 +209,11 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
            "Accumulate gradients over this many micro-batches per step">,
     Option<"computeType", "compute-type", "std::string", /*default=*/"\"f32\"",
            "Element type of the contractions: f32, or bf16 (mixed precision)">,
+    Option<"attentionInComputeType", "attention-in-compute-type", "bool",
+           /*default=*/"false",
+           "Attention computes in compute-type too, each fused backward "
+           "reading its forward's log-sum-exp (for a target whose fused "
+           "kernels keep the scores in f32 on chip)">,
     Option<"markPhases", "mark-phases", "bool", /*default=*/"false",
            "Mark each op with its micro-batch and phase (for pipelining)">,
     ListOption<"freeze", "freeze", "std::string",
@@ -217,8 +222,9 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
                "Glob patterns of the only parameter names that train">,
     Option<"fusedAttentionBackward", "fused-attention-backward", "bool",
            /*default=*/"false",
-           "Differentiate each mask-free self-attention into one "
-           "weft.attention_grad (context parallelism partitions it)">
+           "Differentiate each attention whose mask needs no gradient into "
+           "one weft.attention_grad (context parallelism partitions it; the "
+           "CUDA target runs it as a fused kernel)">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }

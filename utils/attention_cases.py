@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Attention forward and backward cases for a compiled program and the
+reference evaluator (test/Target/CUDA/emulation-attention.test).
+
+  attention_cases.py write DIR --dtype f32|bf16
+      DIR/main.mlir: one function computing weft.attention and
+      weft.attention_grad for each case below (sequence lengths 1, 7, 64
+      and 257; causal, an i1 padding mask, a float mask; grouped-query and
+      multi-query heads), in `dtype` between f32 inputs and outputs;
+      DIR/inputs/*.npy its inputs and DIR/data/input_<i>.pb the same for
+      weft-eval --data-dir. bf16 inputs are bf16 values, so that the
+      reference and the program read the same numbers.
+  attention_cases.py run DIR EXECUTABLE
+      runs the compiled DIR/main.mlir on the inputs and writes its outputs
+      as DIR/data/output_<i>.pb, for weft-eval to compare with its own.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+from onnx import numpy_helper
+
+# name, batch, query heads, key/value heads, sequence, head dim, causal,
+# mask ("" none, "i1" padding of the last keys, "float" an additive bias)
+CASES = [
+    ("s1", 2, 4, 2, 1, 16, True, ""),
+    ("s7", 2, 4, 4, 7, 16, False, "i1"),
+    ("s64", 2, 4, 1, 64, 16, True, "float"),
+    ("s257", 2, 4, 2, 257, 16, True, ""),
+]
+
+
+def to_bf16(x):
+    """Rounds float32 values to the nearest bf16 value (ties to even)."""
+    bits = x.astype(np.float32).view(np.uint32)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.view(np.float32)
+
+
+def tensor(shape, element):
+    return "tensor<" + "x".join(str(d) for d in shape) + "x" + element + ">"
+
+
+def write(directory, dtype):
+    rng = np.random.default_rng(39)
+    os.makedirs(os.path.join(directory, "inputs"), exist_ok=True)
+    os.makedirs(os.path.join(directory, "data"), exist_ok=True)
+    args, body, results, outputs, inputs = [], [], [], [], []
+
+    def add_input(name, value):
+        element = "i1" if value.dtype == np.bool_ else "f32"
+        args.append(f"%{name}: {tensor(value.shape, element)} {{weft.input = \"{name}\"}}")
+        inputs.append((name, value))
+        return element
+
+    def compute(name, shape, element="f32"):
+        """%name in the compute type (a cast from the f32 input in bf16)."""
+        if dtype == "f32" or element == "i1":
+            return f"%{name}"
+        body.append(f"  %{name}_c = weft.cast %{name} : {tensor(shape, element)} to {tensor(shape, dtype)}")
+        return f"%{name}_c"
+
+    for name, b, hq, hkv, s, d, causal, mask in CASES:
+        shapes = {"q": (b, hq, s, d), "k": (b, hkv, s, d), "v": (b, hkv, s, d),
+                  "do": (b, hq, s, d)}
+        values = {}
+        for part, shape in shapes.items():
+            value = rng.standard_normal(shape).astype(np.float32)
+            values[part] = to_bf16(value) if dtype == "bf16" else value
+            add_input(f"{name}_{part}", values[part])
+        ops = {part: compute(f"{name}_{part}", shapes[part]) for part in shapes}
+        mask_operand, mask_type = "", ""
+        if mask == "i1":
+            keep = np.ones((b, 1, 1, s), dtype=np.bool_)
+            keep[1, 0, 0, s - 2:] = False  # the second sequence is padded
+            add_input(f"{name}_mask", keep)
+            mask_operand, mask_type = f"%{name}_mask", tensor(keep.shape, "i1")
+        elif mask == "float":
+            bias = rng.standard_normal((1, 1, s, s)).astype(np.float32)
+            bias = to_bf16(bias) if dtype == "bf16" else bias
+            add_input(f"{name}_mask", bias)
+            mask_operand = compute(f"{name}_mask", bias.shape)
+            mask_type = tensor(bias.shape, dtype)
+        props = " <{causal}>" if causal else ""
+        t = {part: tensor(shape, dtype) for part, shape in shapes.items()}
+        with_mask = f", {mask_operand}" if mask else ""
+        mask_types = f", {mask_type}" if mask else ""
+        body.append(f"  %{name}_o = weft.attention {ops['q']}, {ops['k']}, {ops['v']}{with_mask}{props}"
+                    f" : {t['q']}, {t['k']}, {t['v']}{mask_types}")
+        grad_mask = f" mask({mask_operand} : {mask_type})" if mask else ""
+        body.append(f"  %{name}_dq, %{name}_dk, %{name}_dv = weft.attention_grad {ops['q']}, {ops['k']}, "
+                    f"{ops['v']}, %{name}_o, {ops['do']}{grad_mask}{props}"
+                    f" : {t['q']}, {t['k']}, {t['v']}, {t['q']}, {t['q']}")
+        for result, part in (("o", "q"), ("dq", "q"), ("dk", "k"), ("dv", "v")):
+            value = f"%{name}_{result}"
+            if dtype != "f32":
+                body.append(f"  {value}_f = weft.cast {value} : {tensor(shapes[part], dtype)}"
+                            f" to {tensor(shapes[part], 'f32')}")
+                value += "_f"
+            results.append((value, tensor(shapes[part], "f32")))
+            outputs.append(f"{name}_{result}")
+
+    with open(os.path.join(directory, "main.mlir"), "w") as f:
+        f.write(f"// Generated by utils/attention_cases.py ({dtype}).\n")
+        f.write("func.func @main(" + ", ".join(args) + ") -> ("
+                + ", ".join(t for _, t in results) + ") attributes {weft.outputs = ["
+                + ", ".join(f'"{o}"' for o in outputs) + "]} {\n")
+        f.write("\n".join(body) + "\n")
+        f.write("  return " + ", ".join(v for v, _ in results) + " : "
+                + ", ".join(t for _, t in results) + "\n}\n")
+    for index, (name, value) in enumerate(inputs):
+        np.save(os.path.join(directory, "inputs", name + ".npy"), value)
+        with open(os.path.join(directory, "data", f"input_{index}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(value, name).SerializeToString())
+    with open(os.path.join(directory, "names.txt"), "w") as f:
+        f.write(" ".join(name for name, _ in inputs) + "\n" + " ".join(outputs) + "\n")
+
+
+def run(directory, executable):
+    with open(os.path.join(directory, "names.txt")) as f:
+        inputs, outputs = (line.split() for line in f.read().splitlines())
+    command = [executable]
+    for name in inputs:
+        command += ["--input", f"{name}={os.path.join(directory, 'inputs', name + '.npy')}"]
+    os.makedirs(os.path.join(directory, "outputs"), exist_ok=True)
+    for name in outputs:
+        command += ["--output", f"{name}={os.path.join(directory, 'outputs', name + '.npy')}"]
+    subprocess.run(command, check=True)
+    for index, name in enumerate(outputs):
+        value = np.load(os.path.join(directory, "outputs", name + ".npy"))
+        with open(os.path.join(directory, "data", f"output_{index}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(value, name).SerializeToString())
+    print(f"{len(outputs)} outputs of {len(CASES)} attention cases written")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("write")
+    w.add_argument("directory")
+    w.add_argument("--dtype", choices=("f32", "bf16"), required=True)
+    r = sub.add_parser("run")
+    r.add_argument("directory")
+    r.add_argument("executable")
+    args = parser.parse_args()
+    if args.command == "write":
+        write(args.directory, args.dtype)
+    else:
+        run(args.directory, args.executable)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
