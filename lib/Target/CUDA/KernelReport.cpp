@@ -342,6 +342,16 @@ int64_t elementBytes(Type type) {
   return element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8;
 }
 
+/// The distinct elements of a strided view: a broadcast dim (stride 0) is
+/// read once (a GEMM's broadcast batch, attention's mask).
+int64_t distinctElements(MemRefType type) {
+  auto [strides, offset] = type.getStridesAndOffset();
+  int64_t elements = 1;
+  for (auto [size, stride] : llvm::zip(type.getShape(), strides))
+    elements *= stride ? size : 1;
+  return elements;
+}
+
 /// The node of the model an op computes, from its location.
 std::string nodeName(Location loc) {
   if (auto fused = dyn_cast<FusedLoc>(loc);
@@ -479,25 +489,18 @@ void ReportBuilder::addGemm(func::CallOp call) {
     int64_t m = c[c.size() - 2], n = c.back(), k = a.back(), batch = 1;
     for (int64_t size : c.drop_back(2))
       batch *= size;
-    // A broadcast batch dim (stride 0) reads its matrices once.
-    auto distinct = [](MemRefType type) {
-      auto [strides, offset] = type.getStridesAndOffset();
-      int64_t elements = 1;
-      for (auto [size, stride] : llvm::zip(type.getShape(), strides))
-        elements *= stride ? size : 1;
-      return elements;
-    };
-    int64_t aBytes = distinct(views[0]) * elementBytes(views[0]),
-            bBytes = distinct(views[1]) * elementBytes(views[1]),
-            cBytes = distinct(views[2]) * elementBytes(views[2]);
+    int64_t aBytes = distinctElements(views[0]) * elementBytes(views[0]),
+            bBytes = distinctElements(views[1]) * elementBytes(views[1]),
+            cBytes = distinctElements(views[2]) * elementBytes(views[2]);
     entry.append("shape", integers({batch, m, n, k}));
     entry.append("flops", b.getI64IntegerAttr(2 * batch * m * n * k));
     // c += a * b: c is read as well as written.
     entry.append("bytes_read", b.getI64IntegerAttr(aBytes + bBytes + cBytes));
     entry.append("bytes_written", b.getI64IntegerAttr(cBytes));
     entry.append("elements",
-                 b.getI64IntegerAttr(distinct(views[0]) + distinct(views[1]) +
-                                     2 * distinct(views[2])));
+                 b.getI64IntegerAttr(distinctElements(views[0]) +
+                                     distinctElements(views[1]) +
+                                     2 * distinctElements(views[2])));
     entry.append("exact", b.getBoolAttr(true));
   } else {
     entry.append("exact", b.getBoolAttr(false));
@@ -544,22 +547,14 @@ void ReportBuilder::addAttention(func::CallOp call) {
   int64_t pairs = batch * heads * s * t;
   visible *= batch * heads;
   int64_t products = 2 * (d + dv);
-  // A broadcast dim (stride 0) is read once.
-  auto distinct = [](MemRefType type) {
-    auto [strides, offset] = type.getStridesAndOffset();
-    int64_t elements = 1;
-    for (auto [size, stride] : llvm::zip(type.getShape(), strides))
-      elements *= stride ? size : 1;
-    return elements;
-  };
   int64_t read = 0, written = 0, elements = 0;
   for (auto [index, view] : llvm::enumerate(views)) {
     bool isBias = index == 3;
     if (isBias && !biased)
       continue;
     bool isResult = forward ? index >= 4 : index >= 7;
-    (isResult ? written : read) += distinct(view) * elementBytes(view);
-    elements += distinct(view);
+    (isResult ? written : read) += distinctElements(view) * elementBytes(view);
+    elements += distinctElements(view);
   }
   entry.append("shape", integers({batch, heads, s, t, d, dv}));
   entry.append("flops",
