@@ -841,19 +841,15 @@ void validate(const Attention &a, const Cudnn &api) {
   if (api.version == 91000 || api.version == 91001)
     refuse("is broken in cuDNN 9.10.0 and 9.10.1 (cudnn-frontend refuses "
            "them): use 9.10.2 or later");
-  if (a.hkv == 0 || a.hq % a.hkv != 0)
-    refuse("needs Hkv to divide Hq");
-  if (a.causal && a.s > a.t)
-    refuse("cannot mask causally with S > T (queries that see no key)");
-  if (a.causal && a.s != a.t && a.biased)
-    refuse("cannot combine a bias with a bottom-right aligned causal mask "
-           "(S != T)");
+  int64_t flags = (a.causal ? weft::runtime::kAttentionCausal : 0) |
+                  (a.biased ? weft::runtime::kAttentionBias : 0);
+  if (const char *why = weft::runtime::fusedAttentionRefusal(
+          a.hq, a.hkv, a.s, a.t, a.d, a.dv, flags, a.backward))
+    refuse(why);
   if (a.causal && a.s != a.t && api.version < 90600 &&
       (a.s % 64 != 0 || a.t % 64 != 0))
     refuse("needs S and T multiples of 64 for a bottom-right aligned "
            "causal mask before cuDNN 9.6");
-  if (a.backward && a.s == 1 && a.t == 1)
-    refuse("backward does not take S = T = 1");
   for (int uid = kUidQ; uid <= kUidVGrad; ++uid) {
     const Operand &operand = a.operands[uid];
     if (!operand.data || (uid == kUidBias && !a.biased))

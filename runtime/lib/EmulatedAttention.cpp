@@ -116,7 +116,7 @@ struct Attention {
   float scale;
 
   Attention(Tensor q, Tensor k, Tensor v, Tensor bias, int64_t flags,
-            double scale)
+            double scale, bool backward)
       : q(q), k(k), v(v), bias(bias), batch(q.size(0)), hq(q.size(1)),
         s(q.size(2)), d(q.size(3)), hkv(k.size(1)), t(k.size(2)), dv(v.size(3)),
         causal(flags & weft::runtime::kAttentionCausal),
@@ -126,11 +126,15 @@ struct Attention {
     v.check("v", false);
     if (biased)
       bias.check("bias", false, /*anyStrides=*/true);
-    if (hkv <= 0 || hq % hkv != 0) {
+    // What cuDNN refuses on a GPU fails here too, with the same words.
+    if (const char *why = weft::runtime::fusedAttentionRefusal(
+            hq, hkv, s, t, d, dv, flags, backward)) {
       fprintf(stderr,
-              "error: emulated fused attention: %lld query heads do not "
-              "group over %lld key/value heads\n",
-              (long long)hq, (long long)hkv);
+              "error: emulated fused attention %s [%lld,%lld,%lld,%lld,%lld] "
+              "with Hkv=%lld, Dv=%lld: the fused kernels refuse it: %s\n",
+              backward ? "backward" : "forward", (long long)batch,
+              (long long)hq, (long long)s, (long long)t, (long long)d,
+              (long long)hkv, (long long)dv, why);
       fflush(nullptr);
       std::_Exit(1);
     }
@@ -254,7 +258,8 @@ extern "C" void weft_emulated_attention_forward_bf16(
     void *bias, int64_t ro, void *out, int64_t rl, void *lse, int64_t flags,
     double scale) {
   forward(Attention(Tensor(rq, q, true), Tensor(rk, k, true),
-                    Tensor(rv, v, true), Tensor(rb, bias, true), flags, scale),
+                    Tensor(rv, v, true), Tensor(rb, bias, true), flags, scale,
+                    /*backward=*/false),
           Tensor(ro, out, true), Tensor(rl, lse, false));
 }
 
@@ -264,7 +269,8 @@ extern "C" void weft_emulated_attention_backward_bf16(
     void *lse, int64_t rdq, void *qGrad, int64_t rdk, void *kGrad, int64_t rdv,
     void *vGrad, int64_t flags, double scale) {
   backward(Attention(Tensor(rq, q, true), Tensor(rk, k, true),
-                     Tensor(rv, v, true), Tensor(rb, bias, true), flags, scale),
+                     Tensor(rv, v, true), Tensor(rb, bias, true), flags, scale,
+                     /*backward=*/true),
            Tensor(ro, out, true), Tensor(rdo, outGrad, true),
            Tensor(rl, lse, false), Tensor(rdq, qGrad, true),
            Tensor(rdk, kGrad, true), Tensor(rdv, vGrad, true));

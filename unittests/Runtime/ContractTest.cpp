@@ -153,3 +153,29 @@ TEST(ContractTest, GradSyncNamesRoundTrip) {
   EXPECT_EQ(parseGradSync("ps"), GradSync::ParameterServer);
   EXPECT_FALSE(parseGradSync("star"));
 }
+
+TEST(ContractTest, FusedAttentionRefusesWhatCudnnRefuses) {
+  // GPT-2 small's attention, forward and backward.
+  EXPECT_EQ(
+      fusedAttentionRefusal(12, 12, 1024, 1024, 64, 64, kAttentionCausal, true),
+      nullptr);
+  // Grouped heads, a bias, a decode step (S < T, bottom-right causal).
+  EXPECT_EQ(
+      fusedAttentionRefusal(32, 8, 128, 128, 128, 128, kAttentionBias, true),
+      nullptr);
+  EXPECT_EQ(fusedAttentionRefusal(8, 8, 1, 64, 64, 64, kAttentionCausal, false),
+            nullptr);
+  EXPECT_NE(fusedAttentionRefusal(12, 12, 64, 64, 12, 12, 0, false), nullptr);
+  EXPECT_NE(fusedAttentionRefusal(12, 8, 64, 64, 64, 64, 0, false), nullptr);
+  EXPECT_NE(fusedAttentionRefusal(4, 4, 64, 64, 256, 256, 0, true), nullptr);
+  EXPECT_EQ(fusedAttentionRefusal(4, 4, 64, 64, 256, 256, 0, false), nullptr);
+  EXPECT_NE(
+      fusedAttentionRefusal(4, 4, 64, 32, 64, 64, kAttentionCausal, false),
+      nullptr);
+  EXPECT_NE(fusedAttentionRefusal(4, 4, 32, 64, 64, 64,
+                                  kAttentionCausal | kAttentionBias, false),
+            nullptr);
+  EXPECT_NE(fusedAttentionRefusal(4, 4, 1, 1, 64, 64, 0, true), nullptr);
+  EXPECT_EQ(fusedAttentionRefusal(4, 4, 1, 1, 64, 64, 0, false), nullptr);
+  EXPECT_NE(fusedAttentionRefusal(4, 4, -1, 64, 64, 64, 0, false), nullptr);
+}

@@ -3,9 +3,10 @@
 // cuDNN's fused SDPA keeps the scores on chip and reads the forward's
 // log-sum-exp in the backward; the decomposition writes [B, H, S, T]
 // scores, probabilities and their gradients to memory several times over
-// (docs/cuda-backend.md). This pass picks the attentions that run fused and
-// gives each backward the statistics its forward saves; they bufferize
-// into the calls (lib/Conversion/WeftToLinalg/BufferizeAttention.cpp).
+// (docs/cuda-backend.md). This pass marks the bf16 attentions of shapes the
+// kernels take (weft/runtime/Contract.h) and gives each backward the
+// statistics its forward saves; they bufferize into the calls
+// (lib/Conversion/WeftToLinalg/BufferizeAttention.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +30,11 @@ using namespace weft;
 
 namespace {
 
-bool runsFused(Value query) {
-  return getElementTypeOrSelf(query.getType()).isBF16();
+/// A bf16 attention (or its backward) of a shape the kernels take: others
+/// keep the decomposition.
+bool runsFused(Operation *attention) {
+  return getElementTypeOrSelf(attention->getOperand(0).getType()).isBF16() &&
+         !fusedAttentionRefusal(attention, /*backward=*/false);
 }
 
 /// An i1 mask as the additive one the kernels read: 0 where it keeps a
@@ -82,7 +86,7 @@ struct WeftAttentionToLibraryPass
     ModuleOp module = getOperation();
     SmallVector<AttentionGradOp> grads;
     module.walk([&](AttentionGradOp grad) {
-      if (runsFused(grad.getQuery()))
+      if (runsFused(grad))
         grads.push_back(grad);
     });
     for (AttentionGradOp grad : grads)
@@ -91,8 +95,7 @@ struct WeftAttentionToLibraryPass
     llvm::DenseMap<Value, Value> additive;
     OpBuilder builder(module.getContext());
     module.walk([&](Operation *op) {
-      if (!isa<AttentionOp, AttentionGradOp>(op) ||
-          !runsFused(op->getOperand(0)))
+      if (!isa<AttentionOp, AttentionGradOp>(op) || !runsFused(op))
         return;
       Type element = getElementTypeOrSelf(op->getOperand(0).getType());
       bool forward = isa<AttentionOp>(op);

@@ -93,12 +93,34 @@ func.func @main(%idx: tensor<2x3xi64> {weft.input = "idx"}, %pos: tensor<2x3xi64
 // attention is bf16 and its backward reads the log-sum-exp the forward
 // saves, so a step split into functions passes it on.
 // BF16ATTN-LABEL: func.func @train_loss_grad(%arg0: tensor<1x4xi64>
-// BF16ATTN: %[[OUT:.*]], %[[LSE:.*]] = weft.attention {{.*}} <{causal, save_log_sum_exp}> {weft.fused_backward} : tensor<1x2x4x4xbf16>
+// BF16ATTN: %[[OUT:.*]], %[[LSE:.*]] = weft.attention {{.*}} <{causal, save_log_sum_exp}> {weft.fused_backward} : tensor<1x2x4x8xbf16>
 // BF16ATTN: weft.attention_grad {{.*}}, %[[OUT]], %{{.*}} log_sum_exp(%[[LSE]] : tensor<1x2x4xf32>) <{causal}>
 // BF16ATTN-LABEL: func.func @train_step
 // CHECK-LABEL: func.func @train_loss_grad(%arg0: tensor<1x4xi64>
 // CHECK-NOT: weft.attention_grad
 // CHECK: weft.softmax
+func.func @main(%ids: tensor<1x4xi64> {weft.input = "input_ids"}, %emb: tensor<6x16xf32> {weft.param = "emb"}) -> tensor<1x4x6xf32> {
+  %x = weft.gather %emb, %ids <{axis = 0}> : tensor<6x16xf32>, tensor<1x4xi64>
+  %h = weft.reshape %x : tensor<1x4x16xf32> -> tensor<1x4x2x8xf32>
+  %q = weft.transpose %h <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<1x4x2x8xf32>
+  %o = weft.attention %q, %q, %q <{causal}> : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  %t = weft.transpose %o <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<1x2x4x8xf32>
+  %y = weft.reshape %t : tensor<1x4x2x8xf32> -> tensor<1x4x16xf32>
+  %logits = weft.linear %y, %emb <{transpose_weight}> : tensor<1x4x16xf32>, tensor<6x16xf32>
+  return %logits : tensor<1x4x6xf32>
+}
+
+// -----
+
+// An attention the fused kernels refuse (head dim 4: not a multiple of 8)
+// stays f32, saving no statistics: it keeps the decomposition.
+// FUSED-LABEL: func.func @train_loss_grad(%arg0: tensor<1x4xi64>
+// FUSED-LABEL: func.func @train_step
+// BF16ATTN-LABEL: func.func @train_loss_grad(%arg0: tensor<1x4xi64>
+// BF16ATTN: weft.attention {{.*}} <{causal}> {weft.fused_backward} : tensor<1x2x4x4xf32>
+// BF16ATTN-NOT: save_log_sum_exp
+// BF16ATTN: weft.attention_grad {{.*}} <{causal}> :
+// BF16ATTN-LABEL: func.func @train_step
 func.func @main(%ids: tensor<1x4xi64> {weft.input = "input_ids"}, %emb: tensor<6x8xf32> {weft.param = "emb"}) -> tensor<1x4x6xf32> {
   %x = weft.gather %emb, %ids <{axis = 0}> : tensor<6x8xf32>, tensor<1x4xi64>
   %h = weft.reshape %x : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>

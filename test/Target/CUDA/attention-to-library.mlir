@@ -40,9 +40,29 @@ func.func @boolean_mask(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x16x8xbf16>, %v
 // CHECK-LABEL: func.func @forward_elsewhere
 // CHECK: %{{.*}}, %[[LSE:.*]] = weft.attention %arg0, %arg0, %arg0 <{save_log_sum_exp}> {weft.library_call = @weft_cuda_attention_forward_bf16}
 // CHECK: weft.attention_grad %arg0, %arg0, %arg0, %arg1, %arg1 log_sum_exp(%[[LSE]] : tensor<1x2x8xf32>)
-func.func @forward_elsewhere(%q: tensor<1x2x8x4xbf16>, %o: tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xbf16> {
-  %dq, %dk, %dv = weft.attention_grad %q, %q, %q, %o, %o : tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>
-  return %dq : tensor<1x2x8x4xbf16>
+func.func @forward_elsewhere(%q: tensor<1x2x8x8xbf16>, %o: tensor<1x2x8x8xbf16>) -> tensor<1x2x8x8xbf16> {
+  %dq, %dk, %dv = weft.attention_grad %q, %q, %q, %o, %o : tensor<1x2x8x8xbf16>, tensor<1x2x8x8xbf16>, tensor<1x2x8x8xbf16>, tensor<1x2x8x8xbf16>, tensor<1x2x8x8xbf16>
+  return %dq : tensor<1x2x8x8xbf16>
+}
+
+// -----
+
+// Shapes cuDNN's fused attention refuses (weft/runtime/Contract.h) keep
+// the decomposition: a head dim that is not a multiple of 8, and a
+// backward at S = T = 1, whose forward still runs fused.
+// CHECK-LABEL: func.func @refused_shapes
+// CHECK: weft.attention %arg0, %arg0, %arg0 <{causal}> :
+// CHECK: weft.attention_grad %arg0, %arg0, %arg0, %{{.*}}, %{{.*}} <{causal}> :
+// CHECK: weft.attention %arg1, %arg1, %arg1 {weft.library_call = @weft_cuda_attention_forward_bf16}
+// CHECK: weft.attention_grad %arg1, %arg1, %arg1, %{{.*}}, %{{.*}} :
+// CHECK-NOT: weft.library_call
+// CHECK: return
+func.func @refused_shapes(%q12: tensor<1x2x8x12xbf16>, %q1: tensor<1x2x1x8xbf16>) -> (tensor<1x2x8x12xbf16>, tensor<1x2x1x8xbf16>) {
+  %o12 = weft.attention %q12, %q12, %q12 <{causal}> : tensor<1x2x8x12xbf16>, tensor<1x2x8x12xbf16>, tensor<1x2x8x12xbf16>
+  %dq12, %dk12, %dv12 = weft.attention_grad %q12, %q12, %q12, %o12, %o12 <{causal}> : tensor<1x2x8x12xbf16>, tensor<1x2x8x12xbf16>, tensor<1x2x8x12xbf16>, tensor<1x2x8x12xbf16>, tensor<1x2x8x12xbf16>
+  %o1 = weft.attention %q1, %q1, %q1 : tensor<1x2x1x8xbf16>, tensor<1x2x1x8xbf16>, tensor<1x2x1x8xbf16>
+  %dq1, %dk1, %dv1 = weft.attention_grad %q1, %q1, %q1, %o1, %o1 : tensor<1x2x1x8xbf16>, tensor<1x2x1x8xbf16>, tensor<1x2x1x8xbf16>, tensor<1x2x1x8xbf16>, tensor<1x2x1x8xbf16>
+  return %dq12, %dq1 : tensor<1x2x8x12xbf16>, tensor<1x2x1x8xbf16>
 }
 
 // -----

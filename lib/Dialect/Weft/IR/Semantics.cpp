@@ -251,8 +251,9 @@ struct AttentionRows {
     return ((b * hq + h) * s + i) * dv + e;
   }
   /// Query i's probabilities over the keys into `p`; returns the log of
-  /// the sum of its scores' exponentials (-inf when every key is hidden,
-  /// and then `p` is NaN, as PyTorch's scaled_dot_product_attention gives).
+  /// the sum of its scores' exponentials. When every key is hidden both
+  /// are NaN, as PyTorch's scaled_dot_product_attention gives (the fused
+  /// kernels' contract says 0 and -inf instead: docs/cuda-backend.md).
   double probabilities(const HostTensor &q, const HostTensor &k, int64_t b,
                        int64_t h, int64_t i, std::vector<double> &p) const {
     double max = -INFINITY;

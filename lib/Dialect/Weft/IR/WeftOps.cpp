@@ -3,6 +3,7 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Dialect/Weft/IR/HostTensor.h"
 #include "weft/Dialect/Weft/IR/WeftBuilders.h"
+#include "weft/runtime/Contract.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
@@ -913,6 +914,27 @@ void weft::readForwardLogSumExp(AttentionGradOp grad) {
     forward.erase();
   }
   grad.getLogSumExpMutable().assign(saving.getLogSumExp());
+}
+
+const char *weft::fusedAttentionRefusal(Operation *attention, bool backward) {
+  auto dims = [&](unsigned operand) {
+    return tensorTypeOf(attention->getOperand(operand)).getShape();
+  };
+  ArrayRef<int64_t> q = dims(0), k = dims(1), v = dims(2);
+  bool causal = false, masked = false;
+  if (auto forward = dyn_cast<AttentionOp>(attention)) {
+    causal = forward.getCausal();
+    masked = bool(forward.getMask());
+  } else {
+    auto grad = cast<AttentionGradOp>(attention);
+    causal = grad.getCausal();
+    masked = bool(grad.getMask());
+    backward = true;
+  }
+  int64_t flags = (causal ? runtime::kAttentionCausal : 0) |
+                  (masked ? runtime::kAttentionBias : 0);
+  return runtime::fusedAttentionRefusal(q[1], k[1], q[2], k[2], q[3], v[3],
+                                        flags, backward);
 }
 
 //===----------------------------------------------------------------------===//

@@ -122,13 +122,17 @@ public:
   Type element;
 };
 
-/// Runs every f32 linear and matmul of `func` (and attention, with
-/// `attention`) on `narrow` operands: casts in, the op on the narrow type,
-/// a cast of the result back to f32. An i1 mask stays as it is.
+/// Runs every f32 linear and matmul of `func` (and, with `attention`, each
+/// attention the fused kernels take forward and backward: one they refuse
+/// stays an f32 decomposition) on `narrow` operands: casts in, the op on
+/// the narrow type, a cast of the result back to f32. An i1 mask stays as
+/// it is.
 void castContractions(func::FuncOp func, FloatType narrow, bool attention) {
   SmallVector<Operation *> contractions;
   func.walk([&](Operation *op) {
-    if ((isa<LinearOp, MatmulOp>(op) || (attention && isa<AttentionOp>(op))) &&
+    bool fusedAttention = attention && isa<AttentionOp>(op) &&
+                          !fusedAttentionRefusal(op, /*backward=*/true);
+    if ((isa<LinearOp, MatmulOp>(op) || fusedAttention) &&
         llvm::cast<RankedTensorType>(op->getResult(0).getType())
             .getElementType()
             .isF32())

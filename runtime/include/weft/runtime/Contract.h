@@ -76,6 +76,33 @@ constexpr int64_t kAttentionCausal = 1;
 /// `bias` is read.
 constexpr int64_t kAttentionBias = 2;
 
+/// Why the fused kernels do not take an attention of these sizes (the
+/// forward, or with `backward` its gradient), or nullptr when they do: the
+/// limits of cuDNN 9's fused SDPA on every version the CUDA runtime loads.
+/// The compiler keeps such an attention decomposed; the runtimes refuse it.
+inline const char *fusedAttentionRefusal(int64_t hq, int64_t hkv, int64_t s,
+                                         int64_t t, int64_t d, int64_t dv,
+                                         int64_t flags, bool backward) {
+  bool causal = flags & kAttentionCausal, biased = flags & kAttentionBias;
+  if (hq <= 0 || hkv <= 0 || s <= 0 || t <= 0 || d <= 0 || dv <= 0)
+    return "needs sizes known and positive";
+  if (hq % hkv != 0)
+    return "needs the key/value heads to divide the query heads";
+  if (d % 8 != 0 || dv % 8 != 0)
+    return "needs head dims that are multiples of 8";
+  if (d > 256 || dv > 256 || (backward && (d > 128 || dv > 128)))
+    return backward ? "backward takes head dims up to 128"
+                    : "takes head dims up to 256";
+  if (causal && s > t)
+    return "cannot mask causally with S > T (queries that see no key)";
+  if (causal && s != t && biased)
+    return "cannot combine a bias with a bottom-right aligned causal mask "
+           "(S != T)";
+  if (backward && s == 1 && t == 1)
+    return "backward does not take S = T = 1";
+  return nullptr;
+}
+
 //===----------------------------------------------------------------------===//
 // The symbols a program object defines (RunnerMain.cpp declares them)
 //===----------------------------------------------------------------------===//

@@ -37,6 +37,11 @@ class AttentionGradOp;
 /// forward: that one is in another function).
 void readForwardLogSumExp(AttentionGradOp grad);
 
+/// Why the fused attention kernels (weft/runtime/Contract.h) do not take
+/// `attention`, a weft.attention or weft.attention_grad (with `backward`,
+/// the forward's gradient too), or nullptr when they do.
+const char *fusedAttentionRefusal(mlir::Operation *attention, bool backward);
+
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTBUILDERS_H
