@@ -860,8 +860,10 @@ struct CrossEntropyRows {
   RankedTensorType perPosition;
 };
 
+/// `positionElement`: the element type of the per-position loss and
+/// log-sum-exp (the logits' own, or f32 for narrow logits).
 CrossEntropyRows crossEntropyRows(OpBuilder &b, Location loc, Value logits,
-                                  Value labels) {
+                                  Value labels, Type positionElement) {
   RankedTensorType type = typeOf(logits);
   CrossEntropyRows r;
   r.element = type.getElementType();
@@ -873,7 +875,7 @@ CrossEntropyRows crossEntropyRows(OpBuilder &b, Location loc, Value logits,
   r.labels = reshapeTo(
       b, loc, labels,
       RankedTensorType::get({r.positions}, typeOf(labels).getElementType()));
-  r.perPosition = RankedTensorType::get({r.positions}, r.element);
+  r.perPosition = RankedTensorType::get({r.positions}, positionElement);
   return r;
 }
 
@@ -897,10 +899,12 @@ Values lowerSoftmaxCrossEntropy(SoftmaxCrossEntropyOp op, ValueRange operands,
                                 ConversionPatternRewriter &b) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  CrossEntropyRows r = crossEntropyRows(b, loc, operands[0], operands[1]);
+  CrossEntropyRows r =
+      crossEntropyRows(b, loc, operands[0], operands[1],
+                       op.getLoss().getType().getElementType());
   Value rows = r.rows, labels = r.labels;
   int64_t classes = r.classes;
-  Type element = r.element, f32 = b.getF32Type();
+  Type element = r.perPosition.getElementType(), f32 = b.getF32Type();
   RankedTensorType perPosition = r.perPosition;
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
   int64_t ignoreIndex = op.getIgnoreIndex();
@@ -966,7 +970,9 @@ Values lowerSoftmaxCrossEntropyGrad(SoftmaxCrossEntropyGradOp op,
                                     ConversionPatternRewriter &b) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  CrossEntropyRows r = crossEntropyRows(b, loc, operands[0], operands[1]);
+  CrossEntropyRows r =
+      crossEntropyRows(b, loc, operands[0], operands[1],
+                       op.getLogSumExp().getType().getElementType());
   Value rows = r.rows, labels = r.labels;
   RankedTensorType rowsType = typeOf(rows);
   Type element = r.element;

@@ -177,6 +177,23 @@ func.func @softmax_cross_entropy_grad(%x: tensor<2x3x8xf32>, %labels: tensor<2x3
 
 // -----
 
+// bf16 logits: both passes read them widened to f32, the per-position
+// results stay f32, and the gradient is written back as bf16 into them.
+// CHECK-LABEL: func.func @softmax_cross_entropy_bf16
+// CHECK: linalg.generic {{.*}}outs(%{{.*}}, %{{.*}} : tensor<6xf32>, tensor<6xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, f32
+// CHECK: linalg.generic {{.*}}outs(%{{.*}} : tensor<6x8xbf16>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @softmax_cross_entropy_bf16(%x: tensor<2x3x8xbf16>, %labels: tensor<2x3xi64>, %g: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3x8xbf16>) {
+  %loss, %lse = weft.softmax_cross_entropy %x, %labels <{ignore_index = -100 : i64}> : tensor<2x3x8xbf16>, tensor<2x3xi64> -> tensor<2x3xf32>
+  %0 = weft.softmax_cross_entropy_grad %x, %labels, %lse, %g <{ignore_index = -100 : i64}> : tensor<2x3x8xbf16>, tensor<2x3xi64>, tensor<2x3xf32>
+  return %loss, %0 : tensor<2x3xf32>, tensor<2x3x8xbf16>
+}
+
+// -----
+
 // A gather reads the table with tensor.extract at the (wrapped) index.
 // CHECK-LABEL: func.func @gather
 // CHECK: arith.index_cast

@@ -42,16 +42,20 @@
 // ACCUM: weft.mul %{{.*}}, %[[HALF]]
 // ACCUM: weft.sqrt
 
-// Mixed precision: the linear runs on bf16 copies of its operands and its
-// result is cast back to f32; the parameters (and their gradients, through
-// the cast's adjoint) stay f32.
+// Mixed precision: the linear runs on bf16 copies of its operands; the
+// parameters (and their gradients, through the casts' adjoints) stay f32.
+// The cross-entropy reads the bf16 logits as the lm_head wrote them, with
+// f32 per-position results, and its gradient is bf16: no f32 copy of the
+// logits or of their gradient.
 // BF16-LABEL: func.func @train_step
 // BF16-SAME: %arg2: tensor<4x5xf32> {weft.param = "w"}
 // BF16: %[[X:.*]] = weft.cast %{{.*}} : tensor<2x3x4xf32> to tensor<2x3x4xbf16>
 // BF16: %[[W:.*]] = weft.cast %arg2 : tensor<4x5xf32> to tensor<4x5xbf16>
 // BF16: %[[Y:.*]] = weft.linear %[[X]], %[[W]] : tensor<2x3x4xbf16>, tensor<4x5xbf16>
-// BF16: weft.cast %[[Y]] : tensor<2x3x5xbf16> to tensor<2x3x5xf32>
-// BF16: weft.softmax_cross_entropy
+// BF16-NOT: weft.cast %[[Y]]
+// BF16: %[[LOSS:.*]], %[[LSE:.*]] = weft.softmax_cross_entropy %[[Y]], %{{.*}} : tensor<2x3x5xbf16>, tensor<2x3xi64> -> tensor<2x3xf32>
+// BF16-NOT: tensor<2x3x5xf32>
+// BF16: weft.softmax_cross_entropy_grad %[[Y]], %{{.*}}, %[[LSE]], %{{.*}} : tensor<2x3x5xbf16>, tensor<2x3xi64>, tensor<2x3xf32>
 
 // SGD keeps one momentum buffer per parameter and has no bias corrections.
 // SGD-LABEL: func.func @train_step

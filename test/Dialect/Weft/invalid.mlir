@@ -540,3 +540,12 @@ func.func @cross_entropy_grad_lse(%x: tensor<2x16x64xf32>, %labels: tensor<2x16x
   %0 = weft.softmax_cross_entropy_grad %x, %labels, %lse, %lse <{ignore_index = -100 : i64}> : tensor<2x16x64xf32>, tensor<2x16xi64>, tensor<2x64xf32>
   return
 }
+
+// -----
+
+// Per-position results are the logits' element type or f32, nothing else.
+func.func @cross_entropy_result_type(%x: tensor<2x16x64xbf16>, %labels: tensor<2x16xi64>) {
+  // expected-error @+1 {{'weft.softmax_cross_entropy' op per-position results 'tensor<2x16xf16>' must be 'tensor<2x16xbf16>'}}
+  %0:2 = weft.softmax_cross_entropy %x, %labels <{ignore_index = -100 : i64}> : tensor<2x16x64xbf16>, tensor<2x16xi64> -> tensor<2x16xf16>
+  return
+}

@@ -164,6 +164,17 @@ func.func @cross_entropy(%logits: tensor<2x16x64xf32>, %labels: tensor<2x16xi64>
   return %loss, %grad : tensor<2x16xf32>, tensor<2x16x64xf32>
 }
 
+// bf16 logits with f32 per-position results (a bf16 lm_head's).
+// CHECK-LABEL: func.func @cross_entropy_narrow_logits
+func.func @cross_entropy_narrow_logits(%logits: tensor<2x16x64xbf16>, %labels: tensor<2x16xi64>)
+    -> (tensor<2x16xf32>, tensor<2x16x64xbf16>) {
+  // CHECK: weft.softmax_cross_entropy %{{.*}}, %{{.*}} <{ignore_index = -100 : i64}> : tensor<2x16x64xbf16>, tensor<2x16xi64> -> tensor<2x16xf32>
+  %loss, %lse = weft.softmax_cross_entropy %logits, %labels <{ignore_index = -100 : i64}> : tensor<2x16x64xbf16>, tensor<2x16xi64> -> tensor<2x16xf32>
+  // CHECK: weft.softmax_cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} <{ignore_index = -100 : i64}> : tensor<2x16x64xbf16>, tensor<2x16xi64>, tensor<2x16xf32>
+  %grad = weft.softmax_cross_entropy_grad %logits, %labels, %lse, %loss <{ignore_index = -100 : i64}> : tensor<2x16x64xbf16>, tensor<2x16xi64>, tensor<2x16xf32>
+  return %loss, %grad : tensor<2x16xf32>, tensor<2x16x64xbf16>
+}
+
 // CHECK-LABEL: func.func @data_movement
 func.func @data_movement(%x: tensor<2x16x64xf32>, %ids: tensor<1x16xi64>,
                          %table: tensor<256x64xf32>, %s: tensor<1x64xf32>) {

@@ -712,7 +712,8 @@ LogicalResult SoftmaxCrossEntropyOp::evaluate(ArrayRef<const HostTensor *> in,
     return failure();
   HostTensor lse = softmax(x, x.shape.size() - 1, true);
   int64_t classes = x.shape.back();
-  HostTensor loss = HostTensor::zeros(in[1]->shape, x.elementType);
+  HostTensor loss =
+      HostTensor::zeros(in[1]->shape, getLoss().getType().getElementType());
   HostTensor logSumExp = loss;
   for (auto [row, label] : llvm::enumerate(*labels)) {
     // log_softmax = x - lse, so lse = x - log_softmax at any class.

@@ -854,7 +854,8 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 /// Logits [..., V] against labels [...]: the per-position type `loss` must
-/// have.
+/// have, in the logits' element type or in f32 (narrow logits: a log-sum-exp
+/// rounded to bf16 would scale the softmax the gradient subtracts it from).
 static LogicalResult verifyCrossEntropy(Operation *op, Value logits,
                                         Value labels, Type loss) {
   auto logitsType = rankedType(logits);
@@ -866,7 +867,8 @@ static LogicalResult verifyCrossEntropy(Operation *op, Value logits,
     return op->emitOpError("labels ")
            << labels.getType() << " must be shaped as the logits "
            << logits.getType() << " without their class dim";
-  if (loss != expected)
+  if (loss != expected &&
+      loss != expected.clone(Float32Type::get(op->getContext())))
     return op->emitOpError("per-position results ")
            << loss << " must be " << expected;
   return success();

@@ -91,6 +91,8 @@ public:
         UnitAttr());
   }
   Value castTo(Value x, Type to) {
+    if (tensorTypeOf(x).getElementType() == to)
+      return x;
     return CastOp::create(
         b, loc, RankedTensorType::get(tensorTypeOf(x).getShape(), to), x);
   }
@@ -103,9 +105,22 @@ public:
     Type labelType = tensorTypeOf(labels).getElementType();
     auto perPosition = RankedTensorType::get(tensorTypeOf(labels).getShape(),
                                              logitsType.getElementType());
+    // Logits a bf16 lm_head wrote are read as written (the loss computes in
+    // f32 either way), so their gradient comes out in bf16 for the lm_head's
+    // GEMMs: no f32 copy of the logits or of their gradient exists.
+    auto widened = logits.getDefiningOp<CastOp>();
+    if (widened) {
+      auto narrow = dyn_cast<FloatType>(
+          tensorTypeOf(widened.getInput()).getElementType());
+      auto wide = dyn_cast<FloatType>(logitsType.getElementType());
+      if (narrow && wide && wide.isF32() && narrow.getWidth() < wide.getWidth())
+        logits = widened.getInput();
+    }
     auto losses =
         SoftmaxCrossEntropyOp::create(b, loc, perPosition, perPosition, logits,
                                       labels, b.getI64IntegerAttr(ignoreIndex));
+    if (widened && widened->use_empty())
+      widened.erase();
     auto ignore = RankedTensorType::get({}, labelType);
     Value ignored = EqualOp::create(
         b, loc, labels,

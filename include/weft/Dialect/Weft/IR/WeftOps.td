@@ -416,8 +416,11 @@ def Weft_SoftmaxCrossEntropyOp : Weft_Op<"softmax_cross_entropy",
     `log(sum_v exp(logits[i..., v]))` (the second result, which the gradient
     reuses). A position whose label is `ignore_index` has loss 0. One pass
     over each row: no log-probabilities or one-hot labels of the logits'
-    size exist. `weft-train-step` builds the mean loss from it; its gradient
-    is `weft.softmax_cross_entropy_grad`.
+    size exist. The per-position results are in the logits' element type
+    or in f32: bf16 logits (a bf16 lm_head's) are read as they were written
+    and the log-sum-exp the gradient subtracts keeps f32's precision.
+    `weft-train-step` builds the mean loss from it; its gradient is
+    `weft.softmax_cross_entropy_grad`.
 
     ```mlir
     %loss, %lse = weft.softmax_cross_entropy %logits, %labels
@@ -444,7 +447,8 @@ def Weft_SoftmaxCrossEntropyGradOp : Weft_Op<"softmax_cross_entropy_grad",
     (v == labels[i...])) * loss_grad[i...]`: softmax minus one at the label,
     scaled by the loss's gradient; 0 on the rows whose label is
     `ignore_index`. It reads each logit once and may write over the logits
-    (in place when nothing else reads them).
+    (in place when nothing else reads them); the gradient has the logits'
+    element type, the per-position operands that of the forward's results.
 
     ```mlir
     %dlogits = weft.softmax_cross_entropy_grad %logits, %labels, %lse, %dloss
