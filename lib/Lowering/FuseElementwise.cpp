@@ -4,6 +4,8 @@
 #include "weft/Lowering/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace weft {
@@ -67,20 +69,156 @@ struct FoldTransposeIntoGemm : public OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// A generic computing each element from the same-position elements of its
+/// inputs: all loops parallel, no index reads, no gathers, no nested loops.
+bool isPlainElementwise(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumLoops() != generic.getNumParallelLoops())
+    return false;
+  return llvm::none_of(generic.getBody()->getOperations(), [](Operation &op) {
+    return op.getNumRegions() || isa<tensor::ExtractOp, linalg::IndexOp>(op);
+  });
+}
+
+/// A transpose that keeps the innermost dim in place (the attention's head
+/// views, [b, s, h, d] <-> [b, h, s, d]) becomes a generic, so that the casts
+/// and other elementwise work around it fuse into the copy: it needs no
+/// shared-memory tiling, its rows staying contiguous on both sides. One a
+/// GEMM reads stays for FoldTransposeIntoGemm.
+struct GeneralizeRowKeepingTranspose
+    : public OpRewritePattern<linalg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    ArrayRef<int64_t> permutation = op.getPermutation();
+    if (!op.hasPureTensorSemantics() || permutation.empty() ||
+        permutation.back() != int64_t(permutation.size()) - 1 ||
+        llvm::any_of(op->getUsers(), isContraction))
+      return failure();
+    return linalg::generalizeNamedOp(rewriter, op);
+  }
+};
+
+/// Whether `producer`, read by other ops too, can fuse into the consumer
+/// reading it through `fused` by staying a result of the fused op: the
+/// producer's loop nest then runs once, inside its first user, instead of
+/// once per user. Only into an all-parallel consumer that reads each
+/// producer element once (no broadcast) through that one operand, and
+/// only where every other user comes later in the block, so the fused op
+/// (placed at the consumer) dominates them.
+bool fusesAsExtraResult(OpOperand *fused, Operation *producer) {
+  auto consumer = dyn_cast<linalg::GenericOp>(fused->getOwner());
+  if (!consumer || consumer.getNumLoops() != consumer.getNumParallelLoops() ||
+      !consumer.getMatchingIndexingMap(fused).isPermutation())
+    return false;
+  for (OpOperand &operand : consumer->getOpOperands())
+    if (&operand != fused && operand.get().getDefiningOp() == producer)
+      return false;
+  for (Operation *user : producer->getUsers())
+    if (user != consumer && (user->getBlock() != consumer->getBlock() ||
+                             !consumer->isBeforeInBlock(user)))
+      return false;
+  return true;
+}
+
+/// Fuses a producer that other ops read too into its first consumer, the
+/// producer's values becoming an extra result of the fused op that its
+/// other users then read: the producer's loop nest runs once, inside the
+/// consumer, instead of as a kernel of its own (an AdamW update, whose
+/// moments are both stored and read again, becomes one loop).
+struct FuseProducerWithOtherUsers : public OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    if (isContraction(consumer))
+      return failure();
+    for (OpOperand *operand : consumer.getDpsInputOperands()) {
+      Operation *producer = operand->get().getDefiningOp();
+      if (!producer || producer->hasOneUse() ||
+          !linalg::areElementwiseOpsFusable(operand) ||
+          !fusesAsExtraResult(operand, producer))
+        continue;
+      FailureOr<linalg::ElementwiseOpFusionResult> fused =
+          linalg::fuseElementwiseOps(rewriter, operand);
+      if (failed(fused))
+        return failure();
+      for (auto [original, replacement] : fused->replacements)
+        rewriter.replaceAllUsesWith(original, replacement);
+      rewriter.eraseOp(consumer);
+      if (producer->use_empty())
+        rewriter.eraseOp(producer);
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// A fill that several ops write into (CSE merges identical fills) becomes
+/// one fill per op. Shared, bufferization fills one buffer and copies it
+/// into the others; one each, every GEMM or reduction finds its own fill
+/// right before it and can take it in (a GEMM's beta = 0).
+struct FillPerUser : public OpRewritePattern<linalg::FillOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::FillOp fill,
+                                PatternRewriter &rewriter) const override {
+    if (!fill.hasPureTensorSemantics() || fill->use_empty() ||
+        fill->hasOneUse())
+      return failure();
+    SmallVector<OpOperand *> uses = llvm::to_vector(
+        llvm::map_range(fill->getUses(), [](OpOperand &use) { return &use; }));
+    // The first user in the block keeps the fill, the others get copies.
+    Block *block = fill->getBlock();
+    if (llvm::all_of(uses, [&](OpOperand *use) {
+          return use->getOwner()->getBlock() == block;
+        }))
+      llvm::sort(uses, [](OpOperand *a, OpOperand *b) {
+        return a->getOwner()->isBeforeInBlock(b->getOwner());
+      });
+    for (OpOperand *use : ArrayRef<OpOperand *>(uses).drop_front()) {
+      rewriter.setInsertionPoint(use->getOwner());
+      IRMapping mapping;
+      Value init = fill.getOutputs()[0];
+      if (auto empty = init.getDefiningOp<tensor::EmptyOp>())
+        mapping.map(init, rewriter.clone(*empty)->getResult(0));
+      Operation *copy = rewriter.clone(*fill, mapping);
+      rewriter.modifyOpInPlace(use->getOwner(),
+                               [&] { use->set(copy->getResult(0)); });
+    }
+    return success();
+  }
+};
+
 struct WeftFuseElementwisePass
     : public weft::impl::WeftFuseElementwiseBase<WeftFuseElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    // A producer with other users would be copied into each consumer:
-    // the work repeats and the kernels grow with every use (the backward
-    // pass reads most forward values several times).
+    // A producer with other users is never copied into a consumer: the
+    // work would repeat and the kernels grow with every use (the backward
+    // pass reads most forward values several times). It fuses only as an
+    // extra result (FuseProducerWithOtherUsers).
     linalg::ControlFusionFn control = [](OpOperand *fused) {
       Operation *producer = fused->get().getDefiningOp();
       return !isContraction(fused->getOwner()) && producer &&
              producer->hasOneUse();
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
-    patterns.add<FoldTransposeIntoGemm>(&getContext());
+    // A reshape between two elementwise ops (a GEMM's [b * s, n] result
+    // cast and then read as [b, s, n]) moves out of their way so that they
+    // fuse; a GEMM keeps the shapes it was given.
+    linalg::ControlFusionFn reshapeControl = [](OpOperand *fused) {
+      Operation *producer = fused->get().getDefiningOp();
+      if (!producer)
+        return false;
+      Operation *generic =
+          isa<linalg::GenericOp>(producer) ? producer : fused->getOwner();
+      return producer->hasOneUse() && isPlainElementwise(generic);
+    };
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshapeControl);
+    patterns.add<FillPerUser, FoldTransposeIntoGemm, FuseProducerWithOtherUsers,
+                 GeneralizeRowKeepingTranspose>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

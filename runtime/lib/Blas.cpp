@@ -1,7 +1,8 @@
 //===- Blas.cpp - GEMM calls emitted by weft-contractions-to-blas ---------===//
 //
-// c[batch.., m, n] += a[batch.., m, k] * b[batch.., k, n] on strided views,
-// a and b f32 or bf16 (widened first), c f32.
+// c[batch.., m, n] (+)= a[batch.., m, k] * b[batch.., k, n] on strided
+// views, a and b f32 or bf16 (widened first), c f32: accumulated into c, or
+// written over it (beta = 0: c is not read).
 // Each matrix goes to cblas_sgemm when one of its two dims is contiguous
 // (row-major as it is, or as a transpose); otherwise a plain loop runs.
 // Compiled with -fopenmp; executables link LLVM's libomp, which also
@@ -49,7 +50,7 @@ void gemmBlock(bool blas, CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB,
                int64_t lda, int64_t ldb, const View &a, const View &b,
                const View &c, int64_t batchRank, const float *pa,
                const float *pb, float *pc, int64_t r0, int64_t r1, int64_t c0,
-               int64_t c1, int64_t k) {
+               int64_t c1, int64_t k, bool accumulate) {
   int64_t aRow = a.strides[batchRank], aCol = a.strides[batchRank + 1];
   int64_t bRow = b.strides[batchRank], bCol = b.strides[batchRank + 1];
   int64_t cRow = c.strides[batchRank], cCol = c.strides[batchRank + 1];
@@ -57,13 +58,13 @@ void gemmBlock(bool blas, CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB,
     return;
   if (blas) {
     cblas_sgemm(CblasRowMajor, transA, transB, r1 - r0, c1 - c0, k, 1.0f,
-                pa + r0 * aRow, lda, pb + c0 * bCol, ldb, 1.0f,
-                pc + r0 * cRow + c0, cRow);
+                pa + r0 * aRow, lda, pb + c0 * bCol, ldb,
+                accumulate ? 1.0f : 0.0f, pc + r0 * cRow + c0, cRow);
     return;
   }
   for (int64_t i = r0; i < r1; ++i)
     for (int64_t j = c0; j < c1; ++j) {
-      float acc = pc[i * cRow + j * cCol];
+      float acc = accumulate ? pc[i * cRow + j * cCol] : 0.0f;
       for (int64_t p = 0; p < k; ++p)
         acc += pa[i * aRow + p * aCol] * pb[p * bRow + j * bCol];
       pc[i * cRow + j * cCol] = acc;
@@ -74,7 +75,8 @@ void gemmBlock(bool blas, CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB,
 /// OpenMP's, shared with the compiled loops, so the two pools never spin
 /// against each other. Work is split over batches, or else over the larger
 /// of the rows and columns.
-void gemm(const View &a, const View &b, const View &c, int64_t rankC) {
+void gemm(const View &a, const View &b, const View &c, int64_t rankC,
+          bool accumulate) {
   int64_t batchRank = rankC - 2;
   int64_t m = c.sizes[batchRank], n = c.sizes[batchRank + 1],
           k = a.sizes[batchRank + 1];
@@ -109,7 +111,7 @@ void gemm(const View &a, const View &b, const View &c, int64_t rankC) {
       float *pc;
       batchPointers(batch, pa, pb, pc);
       gemmBlock(blas, transA, transB, lda, ldb, a, b, c, batchRank, pa, pb, pc,
-                0, m, 0, n, k);
+                0, m, 0, n, k, accumulate);
     }
     return;
   }
@@ -125,10 +127,10 @@ void gemm(const View &a, const View &b, const View &c, int64_t rankC) {
       int64_t lo = t * chunk, hi = std::min(extent, lo + chunk);
       if (splitRows)
         gemmBlock(blas, transA, transB, lda, ldb, a, b, c, batchRank, pa, pb,
-                  pc, lo, hi, 0, n, k);
+                  pc, lo, hi, 0, n, k, accumulate);
       else
         gemmBlock(blas, transA, transB, lda, ldb, a, b, c, batchRank, pa, pb,
-                  pc, 0, m, lo, hi, k);
+                  pc, 0, m, lo, hi, k, accumulate);
     }
   }
 }
@@ -172,16 +174,19 @@ Widened widen(int64_t rank, void *descriptor) {
 } // namespace
 
 extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
-                              void *descB, int64_t rankC, void *descC) {
-  gemm(viewOf(rankA, descA), viewOf(rankB, descB), viewOf(rankC, descC), rankC);
+                              void *descB, int64_t rankC, void *descC,
+                              int64_t accumulate) {
+  gemm(viewOf(rankA, descA), viewOf(rankB, descB), viewOf(rankC, descC), rankC,
+       accumulate != 0);
 }
 
 /// bf16 inputs accumulated in f32, as the compiled loop computes them: the
 /// inputs widened (exactly), then the f32 GEMM.
 extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
-                               void *descB, int64_t rankC, void *descC) {
+                               void *descB, int64_t rankC, void *descC,
+                               int64_t accumulate) {
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
-  gemm(a.view, b.view, viewOf(rankC, descC), rankC);
+  gemm(a.view, b.view, viewOf(rankC, descC), rankC, accumulate != 0);
 }
 
 extern "C" char *openblas_get_corename(void);

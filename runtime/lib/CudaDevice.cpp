@@ -296,14 +296,14 @@ namespace {
 /// on tensor cores, accumulating in f32; c is f32 either way.
 enum class GemmInputs { F32, BF16 };
 
-/// c += a * b on strided views [batch..., rows, cols] whose matrices cuBLAS
+/// c (+)= a * b on strided views [batch..., rows, cols] whose matrices cuBLAS
 /// reads (the compiler calls only for those, weft::runtime::
 /// columnMajorLayout). cuBLAS is column-major: a row-major c is computed as
 /// c^T = b^T a^T. The last batch dim is cuBLAS's strided batch, the others
 /// a loop. Returns when c is written: the kernels that follow run on other
 /// streams.
 void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
-              void *descB, int64_t rankC, void *descC) {
+              void *descB, int64_t rankC, void *descC, bool accumulate) {
   using weft::runtime::columnMajorLayout;
   using weft::runtime::View;
   View a = weft::runtime::viewOf(rankA, descA),
@@ -343,7 +343,9 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
   // cublas_api.h).
   constexpr int kR32F = 0, kR16BF = 14, kCompute32F = 68, kDefaultAlgo = -1;
   const Blas &cublas = blas();
-  const float one = 1.0f;
+  const float one = 1.0f, zero = 0.0f;
+  // beta = 0: cuBLAS does not read c.
+  const float *beta = accumulate ? &one : &zero;
   auto gemm = [&](bool transA, bool transB, int64_t rows, int64_t cols,
                   const char *x, int64_t ldx, int64_t strideX, const char *y,
                   int64_t ldy, int64_t strideY, float *z, int64_t ldz) {
@@ -353,11 +355,11 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
       return cublas.sgemmStridedBatched(
           cublas.handle, opA, opB, rows, cols, k, &one,
           reinterpret_cast<const float *>(x), ldx, strideX,
-          reinterpret_cast<const float *>(y), ldy, strideY, &one, z, ldz,
+          reinterpret_cast<const float *>(y), ldy, strideY, beta, z, ldz,
           strideC, count);
     return cublas.gemmStridedBatchedEx(
         cublas.handle, opA, opB, rows, cols, k, &one, x, kR16BF, ldx, strideX,
-        y, kR16BF, ldy, strideY, &one, z, kR32F, ldz, strideC, count,
+        y, kR16BF, ldy, strideY, beta, z, kR32F, ldz, strideC, count,
         kCompute32F, kDefaultAlgo);
   };
   for (int64_t index = 0; index < outer; ++index) {
@@ -399,13 +401,17 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
 /// weft-contractions-to-blas's GEMMs on the GPU: f32, and bf16 inputs
 /// accumulated in f32.
 extern "C" void weft_cuda_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
-                                   void *descB, int64_t rankC, void *descC) {
-  cudaGemm(GemmInputs::F32, rankA, descA, rankB, descB, rankC, descC);
+                                   void *descB, int64_t rankC, void *descC,
+                                   int64_t accumulate) {
+  cudaGemm(GemmInputs::F32, rankA, descA, rankB, descB, rankC, descC,
+           accumulate != 0);
 }
 
 extern "C" void weft_cuda_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
-                                    void *descB, int64_t rankC, void *descC) {
-  cudaGemm(GemmInputs::BF16, rankA, descA, rankB, descB, rankC, descC);
+                                    void *descB, int64_t rankC, void *descC,
+                                    int64_t accumulate) {
+  cudaGemm(GemmInputs::BF16, rankA, descA, rankB, descB, rankC, descC,
+           accumulate != 0);
 }
 
 std::unique_ptr<weft::runtime::Device>

@@ -8,15 +8,16 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <unistd.h>
 
 extern "C" {
 void memrefCopy(int64_t elementSize, void *source, void *target);
 void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB, void *descB,
-                   int64_t rankC, void *descC);
+                   int64_t rankC, void *descC, int64_t accumulate);
 void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB, void *descB,
-                    int64_t rankC, void *descC);
+                    int64_t rankC, void *descC, int64_t accumulate);
 void *_mlir_memref_to_llvm_alloc(size_t bytes);
 void _mlir_memref_to_llvm_free(void *pointer);
 }
@@ -97,15 +98,20 @@ TEST(MemrefCopy, CopiesATransposedView) {
   EXPECT_EQ(0, memcmp(target, expected, sizeof(expected)));
 }
 
-/// c += a * b with the given views, checked against a naive loop.
-void checkGemm(Descriptor<3> a, Descriptor<3> b, Descriptor<3> c) {
+/// c += a * b (c = a * b without `accumulate`) with the given views,
+/// checked against a naive loop.
+void checkGemm(Descriptor<3> a, Descriptor<3> b, Descriptor<3> c,
+               bool accumulate = true) {
   std::vector<float> before(c.aligned, c.aligned + 4 * 64);
   Unranked ua{3, &a}, ub{3, &b}, uc{3, &c};
-  weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor);
+  weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor,
+                accumulate);
   for (int64_t batch = 0; batch < c.sizes[0]; ++batch)
     for (int64_t i = 0; i < c.sizes[1]; ++i)
       for (int64_t j = 0; j < c.sizes[2]; ++j) {
-        float expected = before[batch * c.strides[0] + i * c.strides[1] + j];
+        float expected =
+            accumulate ? before[batch * c.strides[0] + i * c.strides[1] + j]
+                       : 0.0f;
         for (int64_t p = 0; p < a.sizes[2]; ++p)
           expected += a.aligned[batch * a.strides[0] + i * a.strides[1] +
                                 p * a.strides[2]] *
@@ -132,6 +138,27 @@ TEST(Gemm, BatchedTransposedAndBroadcast) {
   checkGemm({a.data(), a.data(), 0, {2, 3, 5}, {1, 2, 6}},
             {b.data(), b.data(), 0, {2, 5, 4}, {20, 4, 1}},
             {c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}});
+}
+
+TEST(Gemm, OverwritesWithoutReadingC) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(256), b(256);
+  for (auto *v : {&a, &b})
+    for (float &x : *v)
+      x = normal(rng);
+  // beta = 0: what c held (NaN here) must not reach the result, through
+  // BLAS and through the loop fallback.
+  std::vector<float> c(256, std::numeric_limits<float>::quiet_NaN());
+  checkGemm({a.data(), a.data(), 0, {2, 3, 5}, {15, 5, 1}},
+            {b.data(), b.data(), 0, {2, 5, 4}, {0, 1, 5}},
+            {c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}},
+            /*accumulate=*/false);
+  std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN());
+  checkGemm({a.data(), a.data(), 0, {2, 3, 5}, {1, 2, 6}},
+            {b.data(), b.data(), 0, {2, 5, 4}, {20, 4, 1}},
+            {c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}},
+            /*accumulate=*/false);
 }
 
 /// A bf16 input (any bf16 will do: the float's top half) and its value.
@@ -167,7 +194,8 @@ TEST(Gemm, Bf16InputsAccumulateInF32) {
   Descriptor<3> db{bits(b), bits(b), 0, {2, 5, 4}, {0, 1, 5}};
   Descriptor<3> dc{c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}};
   Unranked ua{3, &da}, ub{3, &db}, uc{3, &dc};
-  weft_gemm_bf16(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor);
+  weft_gemm_bf16(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor,
+                 /*accumulate=*/1);
   for (int64_t batch = 0; batch < 2; ++batch)
     for (int64_t i = 0; i < 3; ++i)
       for (int64_t j = 0; j < 4; ++j) {

@@ -88,10 +88,21 @@ def WeftFuseElementwise : Pass<"weft-fuse-elementwise"> {
     that nothing is fused into a multiply-accumulate contraction: those
     stay plain so that a target can hand them to its GEMM library
     (`weft-contractions-to-blas` on the CPU).
-    A producer with several users stays a kernel of its own: fused into
+    A producer with several users is never copied into them: fused into
     each it would be recomputed per user, and a training step's backward
-    reads most forward values several times, so fusing them all repeats
-    work at run time and grows the kernels LLVM compiles.
+    reads most forward values several times, so copying repeats work at
+    run time and grows the kernels LLVM compiles. Instead it fuses into
+    its first user when that user is elementwise, reads each of its
+    elements once and comes before every other user: the producer's
+    values become an extra result of the fused op, which the other users
+    read. An AdamW update, whose moments are both stored and read by the
+    parameter update, becomes one loop per parameter.
+
+    What stands between two elementwise ops moves out of the way: a
+    reshape (a GEMM's `[b * s, n]` result cast, then read as `[b, s, n]`)
+    is folded by expanding the elementwise op's loops, and a transpose
+    that keeps the innermost dim in place (the attention's head views)
+    becomes a generic that fuses with the casts around it.
 
     A `linalg.transpose` read only by a contraction is folded into the
     contraction's indexing map instead of being copied: the GEMM library

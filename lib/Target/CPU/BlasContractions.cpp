@@ -1,5 +1,6 @@
 //===- BlasContractions.cpp - GEMMs to BLAS, polynomial math --------------===//
 
+#include "weft/Lowering/BufferFills.h"
 #include "weft/Lowering/Contractions.h"
 #include "weft/Target/CPU/Passes.h"
 #include "weft/runtime/GemmLayout.h"
@@ -108,6 +109,15 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
         !llvm::all_of(ArrayRef<MemRefType>{aType, bType, cType},
                       readsAsColumnMajor))
       return failure();
+    // c = a * b (beta = 0) where a zero fill of all of c comes right
+    // before: the library writes c without reading it, and the fill goes.
+    linalg::FillOp zeroFill;
+    if (cType.getNumElements() ==
+        cast<MemRefType>(cOperand.getType()).getNumElements())
+      if (linalg::FillOp fill = constantFillBefore(op, cOperand))
+        if (auto zero = dyn_cast<FloatAttr>(fillConstant(fill));
+            zero && zero.getValue().isZero())
+          zeroFill = fill;
     Location loc = op.getLoc();
     Value a = gemmView(rewriter, loc, aOperand, aType);
     Value b = gemmView(rewriter, loc, bOperand, bType);
@@ -118,6 +128,9 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       argTypes.push_back(UnrankedMemRefType::get(getElementTypeOrSelf(v), 0));
       args.push_back(memref::CastOp::create(rewriter, loc, argTypes.back(), v));
     }
+    argTypes.push_back(rewriter.getI64Type());
+    args.push_back(
+        arith::ConstantIntOp::create(rewriter, loc, zeroFill ? 0 : 1, 64));
     auto module = op->getParentOfType<ModuleOp>();
     if (!module.lookupSymbol(function)) {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -128,6 +141,8 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     }
     func::CallOp::create(rewriter, loc, function, TypeRange{}, args);
     rewriter.eraseOp(op);
+    if (zeroFill)
+      rewriter.eraseOp(zeroFill);
     return success();
   }
 };

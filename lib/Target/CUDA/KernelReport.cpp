@@ -472,7 +472,8 @@ LogicalResult ReportBuilder::addLaunch(gpu::LaunchOp launch) {
 
 void ReportBuilder::addGemm(func::CallOp call) {
   SmallVector<MemRefType> views;
-  for (Value operand : call.getOperands()) {
+  // a, b, c, then whether c is accumulated into.
+  for (Value operand : call.getOperands().take_front(3)) {
     auto cast = operand.getDefiningOp<memref::CastOp>();
     views.push_back(cast ? dyn_cast<MemRefType>(cast.getSource().getType())
                          : MemRefType());
@@ -492,15 +493,21 @@ void ReportBuilder::addGemm(func::CallOp call) {
     int64_t aBytes = distinctElements(views[0]) * elementBytes(views[0]),
             bBytes = distinctElements(views[1]) * elementBytes(views[1]),
             cBytes = distinctElements(views[2]) * elementBytes(views[2]);
+    // c += a * b reads c as well as writing it; c = a * b (beta = 0) only
+    // writes it.
+    std::optional<int64_t> accumulate =
+        call.getNumOperands() == 4 ? getConstantIntValue(call.getOperand(3))
+                                   : std::nullopt;
+    bool readsC = !accumulate || *accumulate != 0;
     entry.append("shape", integers({batch, m, n, k}));
     entry.append("flops", b.getI64IntegerAttr(2 * batch * m * n * k));
-    // c += a * b: c is read as well as written.
-    entry.append("bytes_read", b.getI64IntegerAttr(aBytes + bBytes + cBytes));
+    entry.append("bytes_read",
+                 b.getI64IntegerAttr(aBytes + bBytes + (readsC ? cBytes : 0)));
     entry.append("bytes_written", b.getI64IntegerAttr(cBytes));
     entry.append("elements",
-                 b.getI64IntegerAttr(distinctElements(views[0]) +
-                                     distinctElements(views[1]) +
-                                     2 * distinctElements(views[2])));
+                 b.getI64IntegerAttr(
+                     distinctElements(views[0]) + distinctElements(views[1]) +
+                     (readsC ? 2 : 1) * distinctElements(views[2])));
     entry.append("exact", b.getBoolAttr(true));
   } else {
     entry.append("exact", b.getBoolAttr(false));

@@ -1,5 +1,6 @@
 //===- RowReductions.cpp - One block per row of a reduction ---------------===//
 
+#include "weft/Lowering/BufferFills.h"
 #include "weft/Target/CUDA/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -224,18 +225,38 @@ void delinearize(OpBuilder &b, Location loc, Value linear,
 }
 
 /// Stores `combiner(out, total)` into `op`'s output at `ivs` (the
-/// reduction loops' indices ignored).
+/// reduction loops' indices ignored); `out` is `filled` where the output's
+/// fill was taken in, else the output's element.
 void foldIntoOutput(OpBuilder &b, Location loc, linalg::GenericOp op,
-                    Operation *combiner, ValueRange ivs, Value total) {
+                    Operation *combiner, ValueRange ivs, Value total,
+                    TypedAttr filled) {
   OpOperand *init = op.getDpsInitOperand(0);
   AffineMap map = op.getMatchingIndexingMap(init);
   SmallVector<Value> indices;
   for (AffineExpr expr : map.getResults())
     indices.push_back(affine::AffineApplyOp::create(
         b, loc, AffineMap::get(map.getNumDims(), 0, expr), ivs));
-  Value initial = memref::LoadOp::create(b, loc, init->get(), indices);
+  Value initial =
+      filled ? Value(arith::ConstantOp::create(b, loc, filled))
+             : Value(memref::LoadOp::create(b, loc, init->get(), indices));
   memref::StoreOp::create(b, loc, combine(b, loc, combiner, initial, total),
                           init->get(), indices);
+}
+
+/// The fill of `op`'s output that the reduction can take in (its value
+/// becomes each output's initial value): every output element is written
+/// (one per row), and the fill's constant is the output's type.
+linalg::FillOp fillTakenIn(linalg::GenericOp op) {
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap map = op.getMatchingIndexingMap(init);
+  if (!map.isProjectedPermutation() ||
+      map.getNumResults() != op.getNumParallelLoops())
+    return {};
+  linalg::FillOp fill = weft::constantFillBefore(op, init->get());
+  if (!fill || weft::fillConstant(fill).getType() !=
+                   getElementTypeOrSelf(init->get().getType()))
+    return {};
+  return fill;
 }
 
 /// Replaces `op` by a launch with one block per row (the parallel loops,
@@ -246,6 +267,8 @@ void foldIntoOutput(OpBuilder &b, Location loc, linalg::GenericOp op,
 /// block each, whose totals a second launch of one block per row combines.
 void launchRows(linalg::GenericOp op, const RowReduction &reduction,
                 int64_t threadsPerBlock, int64_t minBlocks) {
+  linalg::FillOp fill = fillTakenIn(op);
+  TypedAttr filled = fill ? weft::fillConstant(fill) : TypedAttr();
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Range, 4> ranges =
@@ -342,7 +365,7 @@ void launchRows(linalg::GenericOp op, const RowReduction &reduction,
     if (partials)
       memref::StoreOp::create(b, loc, total, partials, blockId);
     else
-      foldIntoOutput(b, loc, op, reduction.combiner, ivs, total);
+      foldIntoOutput(b, loc, op, reduction.combiner, ivs, total, filled);
     b.setInsertionPointToEnd(&launch.getBody().front());
     gpu::TerminatorOp::create(b, loc);
   }
@@ -373,13 +396,15 @@ void launchRows(linalg::GenericOp op, const RowReduction &reduction,
     enterThreadZero(b, loc, thread);
     SmallVector<Value> ivs(sizes.size(), zero);
     delinearize(b, loc, row, rowLoops, sizes, ivs);
-    foldIntoOutput(b, loc, op, reduction.combiner, ivs, total);
+    foldIntoOutput(b, loc, op, reduction.combiner, ivs, total, filled);
     b.setInsertionPointToEnd(&second.getBody().front());
     gpu::TerminatorOp::create(b, loc);
     b.setInsertionPointAfter(second);
     memref::DeallocOp::create(b, loc, partials);
   }
   op.erase();
+  if (fill)
+    fill.erase();
 }
 
 /// The reductions a column loop of a row kernel carries: for each

@@ -116,12 +116,12 @@ func.func @no_unit_stride(%a: memref<2x3xf32, strided<[6, 2]>>, %b: memref<3x5xf
 // A bf16 product accumulated in f32 (the inputs widened in the body, as a
 // --precision bf16 step lowers its contractions): the bf16 GEMM, its
 // operands passed as bf16 and f32 views; on a GPU, tensor cores.
-// CHECK-LABEL: func.func private @weft_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>)
+// CHECK-LABEL: func.func private @weft_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64)
 // CHECK-LABEL: func.func @bf16_inputs
 // CHECK: %[[A:.*]] = memref.cast %{{.*}} : memref<8x4xbf16, strided<[4, 1]>> to memref<*xbf16>
 // CHECK: %[[B:.*]] = memref.cast %{{.*}} : memref<4x16xbf16, strided<[16, 1]>> to memref<*xbf16>
 // CHECK: %[[C:.*]] = memref.cast %{{.*}} : memref<8x16xf32, strided<[16, 1]>> to memref<*xf32>
-// CHECK: call @weft_gemm_bf16(%[[A]], %[[B]], %[[C]])
+// CHECK: call @weft_gemm_bf16(%[[A]], %[[B]], %[[C]], %c1_i64)
 // CHECK-NOT: linalg.generic
 // CUBLAS-LABEL: func.func @bf16_inputs
 // CUBLAS: call @weft_cuda_gemm_bf16
@@ -157,6 +157,80 @@ func.func @bf16_accumulator(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: mem
     %p = arith.mulf %x, %y : bf16
     %s = arith.addf %acc, %p : bf16
     linalg.yield %s : bf16
+  }
+  return
+}
+
+// -----
+
+// A zero fill of all of c right before the GEMM: c = a * b (beta = 0, the
+// last argument 0) and the fill is gone; the library never reads c.
+// The fill may name c through a reshape (both name every element).
+// CHECK-LABEL: func.func @zero_fill_overwritten
+// CHECK-NOT: linalg.fill
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+func.func @zero_fill_overwritten(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %rows = memref.expand_shape %c [[0, 1], [2]] output_shape [2, 4, 16] : memref<8x16xf32> into memref<2x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%rows : memref<2x4x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The fill stays, and the GEMM accumulates, where c is read between them,
+// where the fill is not zero, and where the GEMM writes only part of what
+// was filled.
+// CHECK-LABEL: func.func @fill_kept
+// CHECK: linalg.fill
+// CHECK: memref.copy
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: linalg.fill
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: linalg.fill
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+func.func @fill_kept(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>, %d: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  memref.copy %c, %d : memref<8x16xf32> to memref<8x16xf32>
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%one : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %half = memref.subview %d[0, 0] [4, 16] [1, 1] : memref<8x16xf32> to memref<4x16xf32, strided<[16, 1]>>
+  %rows = memref.subview %a[0, 0] [4, 4] [1, 1] : memref<8x4xf32> to memref<4x4xf32, strided<[4, 1]>>
+  linalg.fill ins(%zero : f32) outs(%d : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%rows, %b : memref<4x4xf32, strided<[4, 1]>>, memref<4x16xf32>) outs(%half : memref<4x16xf32, strided<[16, 1]>>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
   }
   return
 }

@@ -297,3 +297,42 @@ func.func @scan_rows(%x: memref<4x32xf32>, %y: memref<4x32xf32>) {
   }
   return
 }
+
+// -----
+
+// The fill of the output right before a reduction is taken in: thread 0
+// combines the total with the fill's value instead of reading the output,
+// and the fill's own launch is gone. A fill the reduction does not cover
+// stays (here the output is read in between).
+// CHECK-LABEL: func.func @filled_output
+// CHECK-NOT:     linalg.fill
+// CHECK:         gpu.launch
+// CHECK:           scf.if
+// CHECK-NOT:         memref.load %arg1{{\[}}
+// CHECK:             %[[INIT:.*]] = arith.constant 1.500000e+00 : f32
+// CHECK:             %[[TOTAL:.*]] = arith.addf %[[INIT]], %{{.*}} : f32
+// CHECK:             memref.store %[[TOTAL]], %arg1[%{{.*}}] : memref<64xf32>
+// CHECK:           gpu.terminator
+// CHECK:         linalg.fill
+// CHECK:         memref.copy
+// CHECK:         gpu.launch
+// CHECK:             memref.load %arg2
+func.func @filled_output(%x: memref<64x768xf32>, %sum: memref<64xf32>, %other: memref<64xf32>, %seen: memref<64xf32>) {
+  %init = arith.constant 1.5 : f32
+  linalg.fill ins(%init : f32) outs(%sum : memref<64xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x768xf32>) outs(%sum : memref<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%init : f32) outs(%other : memref<64xf32>)
+  memref.copy %other, %seen : memref<64xf32> to memref<64xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x768xf32>) outs(%other : memref<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}

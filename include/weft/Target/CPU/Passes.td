@@ -29,7 +29,10 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     A `linalg.generic` on memrefs whose body is `out + a * b` over one
     reduction dim, with `a` indexed by (batch..., m, k) and `b` by
     (batch..., k, n) in any order and layout, becomes a call of the runtime's
-    `weft_gemm_f32(a, b, c)` (`c += a * b`). Each operand is passed as a
+    `weft_gemm_f32(a, b, c, accumulate)`: `c += a * b`, or `c = a * b`
+    (beta = 0, `accumulate` 0) where a zero `linalg.fill` of all of `c`
+    comes right before, with nothing touching `c` in between: the fill is
+    left out and the library never reads `c`. Each operand is passed as a
     strided view of shape [batch..., rows, cols] built with
     `memref.reinterpret_cast`; a broadcast batch dim gets stride 0. A bf16
     product accumulated in f32 (`a` and `b` bf16, widened in the body, `c`
@@ -52,7 +55,7 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
       linalg.yield %s : f32
     }
     // becomes
-    call @weft_gemm_bf16(%ua, %ub, %uc) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>) -> ()
+    call @weft_gemm_bf16(%ua, %ub, %uc, %c1_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64) -> ()
     ```
   }];
   let options = [
