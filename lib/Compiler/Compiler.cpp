@@ -640,6 +640,8 @@ LogicalResult Compilation::buildPassManagers() {
       training.markPhases = true;
     }
     weftPasses->addPass(weft::createWeftDeriveTrainStep(training));
+    // At bf16 the head views between the contractions then move bf16.
+    weftPasses->addPass(weft::createWeftSinkWideningCasts());
   }
   // Partitioning runs on the entry alone; a pipeline buckets each rank's
   // program once it is cut.

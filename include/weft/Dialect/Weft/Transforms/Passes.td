@@ -229,6 +229,31 @@ def WeftDeriveTrainStep : Pass<"weft-derive-train-step", "::mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def WeftSinkWideningCasts : Pass<"weft-sink-widening-casts"> {
+  let summary = "Move data movement to the narrow side of a precision cast";
+  let description = [{
+    At `--precision bf16` each contraction's result is widened back to f32
+    and the next contraction's operand narrowed again, with the attention's
+    head views (split, reshape, transpose) and their adjoints (concat) in
+    between: the data moves in f32, twice the bytes, through copies that
+    each round to bf16 at the end anyway. A widening cast (bf16 or f16 to
+    f32, any float to f64: exact) read only by data movement moves below
+    it, and a narrowing cast of a widened value back to its own type
+    disappears, so the head views move bf16 from contraction to
+    contraction and no f32 copy of them exists.
+
+    ```mlir
+    %w = weft.cast %y : tensor<2x16x192xbf16> to tensor<2x16x192xf32>
+    %s:3 = weft.split %w <{axis = 2 : i64, sizes = array<i64: 64, 64, 64>}> : tensor<2x16x192xf32>
+    %q = weft.cast %s#0 : tensor<2x16x64xf32> to tensor<2x16x64xbf16>
+    // becomes
+    %s:3 = weft.split %y <{axis = 2 : i64, sizes = array<i64: 64, 64, 64>}> : tensor<2x16x192xbf16>
+    // and %q is %s#0
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // SPMD partitioning
 //===----------------------------------------------------------------------===//
