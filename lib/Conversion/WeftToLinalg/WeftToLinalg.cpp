@@ -720,6 +720,127 @@ Values lowerRmsNorm(RmsNormOp op, ValueRange operands,
                        op.getEpsilon().convertToDouble(), false));
 }
 
+/// A norm's input gradient: one generic over the rows whose body makes
+/// the passes over its row (the mean, the variance, then the means of g^
+/// and g^ x^ together) and yields the four per-row values in f32, then one
+/// elementwise generic for the gradient.
+Values lowerNormGrad(NormGradOp op, ValueRange operands,
+                     ConversionPatternRewriter &b) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType type = op.getInput().getType();
+  int64_t axis = op.getAxis(), rows = 1, width = 1;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    (d < axis ? rows : width) *= type.getDimSize(d);
+  Type element = type.getElementType(), f32 = b.getF32Type();
+  auto matrixType = RankedTensorType::get({rows, width}, element);
+  Value x = reshapeTo(b, loc, operands[0], matrixType);
+  Value scale =
+      reshapeTo(b, loc, operands[1], RankedTensorType::get({width}, element));
+  Value g = reshapeTo(b, loc, operands[2], matrixType);
+  bool centered = op.getCentered();
+  double epsilon = op.getEpsilon().convertToDouble();
+  auto perRow = RankedTensorType::get({rows}, f32);
+  SmallVector<Value> inits;
+  for (int i = 0; i < 4; ++i)
+    inits.push_back(emptyTensor(b, loc, perRow));
+  auto stats = linalg::GenericOp::create(
+      b, loc, SmallVector<Type>(4, perRow), ValueRange{}, inits,
+      SmallVector<AffineMap>(4, AffineMap::getMultiDimIdentityMap(1, ctx)),
+      iterators(1), [&](OpBuilder &b, Location loc, ValueRange) {
+        Value row = linalg::IndexOp::create(b, loc, 0);
+        auto at = [&](OpBuilder &b, Location loc, Value matrix, Value j) {
+          return castScalar(
+              b, loc,
+              tensor::ExtractOp::create(b, loc, matrix, ValueRange{row, j}),
+              f32);
+        };
+        Value zero = scalarConstant(b, loc, f32, 0);
+        Value count = scalarConstant(b, loc, f32, width);
+        Value mean = zero;
+        if (centered)
+          mean = arith::DivFOp::create(
+              b, loc,
+              loopOverRow(
+                  b, loc, width, {zero},
+                  [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+                    return SmallVector<Value>{
+                        reassociable(arith::AddFOp::create(b, loc, acc[0],
+                                                           at(b, loc, x, j)))};
+                  })[0],
+              count);
+        auto centeredAt = [&](OpBuilder &b, Location loc, Value j) {
+          return arith::SubFOp::create(b, loc, at(b, loc, x, j), mean);
+        };
+        Value squares = loopOverRow(
+            b, loc, width, {zero},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+              Value d = centeredAt(b, loc, j);
+              return SmallVector<Value>{reassociable(arith::AddFOp::create(
+                  b, loc, acc[0], arith::MulFOp::create(b, loc, d, d)))};
+            })[0];
+        Value inverse = math::RsqrtOp::create(
+            b, loc,
+            arith::AddFOp::create(b, loc,
+                                  arith::DivFOp::create(b, loc, squares, count),
+                                  scalarConstant(b, loc, f32, epsilon)));
+        SmallVector<Value> sums = loopOverRow(
+            b, loc, width, {zero, zero},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
+              Value gHat = arith::MulFOp::create(
+                  b, loc, at(b, loc, g, j),
+                  castScalar(b, loc, elementAt(b, loc, scale, j), f32));
+              Value xHat =
+                  arith::MulFOp::create(b, loc, centeredAt(b, loc, j), inverse);
+              return SmallVector<Value>{
+                  reassociable(arith::AddFOp::create(b, loc, acc[0], gHat)),
+                  reassociable(arith::AddFOp::create(
+                      b, loc, acc[1],
+                      arith::MulFOp::create(b, loc, gHat, xHat)))};
+            });
+        Value gMean = centered
+                          ? Value(arith::DivFOp::create(b, loc, sums[0], count))
+                          : zero;
+        Value gxMean = arith::DivFOp::create(b, loc, sums[1], count);
+        linalg::YieldOp::create(b, loc,
+                                ValueRange{mean, inverse, gMean, gxMean});
+      });
+  auto column = RankedTensorType::get({rows, 1}, f32);
+  SmallVector<Value> perRowValues;
+  for (Value value : stats.getResults())
+    perRowValues.push_back(reshapeTo(b, loc, value, column));
+  // dx = inv (g^ - mean(g^) - x^ mean(g^ x^)), x^ = (x - mean) inv.
+  Value dx = elementwise(
+      b, loc, matrixType,
+      {x, g, scale, perRowValues[0], perRowValues[1], perRowValues[2],
+       perRowValues[3]},
+      [&](OpBuilder &b, Location loc, ValueRange s) {
+        auto wide = [&](Value v) { return castScalar(b, loc, v, f32); };
+        Value inverse = s[4];
+        Value xHat = arith::MulFOp::create(
+            b, loc, arith::SubFOp::create(b, loc, wide(s[0]), s[3]), inverse);
+        Value gHat = arith::MulFOp::create(b, loc, wide(s[1]), wide(s[2]));
+        Value inner = arith::SubFOp::create(
+            b, loc, arith::SubFOp::create(b, loc, gHat, s[5]),
+            arith::MulFOp::create(b, loc, xHat, s[6]));
+        return castScalar(b, loc, arith::MulFOp::create(b, loc, inverse, inner),
+                          element);
+      });
+  RankedTensorType statsType = op.getMean().getType();
+  auto statsOf = [&](Value value) {
+    Value shaped = reshapeTo(b, loc, value, statsType.clone(f32));
+    if (element == f32)
+      return shaped;
+    return elementwise(b, loc, statsType, {shaped},
+                       [&](OpBuilder &b, Location loc, ValueRange s) {
+                         return castScalar(b, loc, s[0], element);
+                       });
+  };
+  return SmallVector<Value>{reshapeTo(b, loc, dx, type),
+                            statsOf(stats.getResult(0)),
+                            statsOf(stats.getResult(1))};
+}
+
 /// softmax or log_softmax over rows (the last dim): per row, a pass for the
 /// max, one for the sum of exponentials, one to write.
 Value softmaxRows(OpBuilder &b, Location loc, Value x, bool logarithm) {
@@ -1492,6 +1613,7 @@ struct ConvertWeftToLinalgPass
     add<SoftmaxCrossEntropyOp>(patterns, lowerSoftmaxCrossEntropy);
     add<SoftmaxCrossEntropyGradOp>(patterns, lowerSoftmaxCrossEntropyGrad);
     add<LayerNormOp>(patterns, lowerLayerNorm);
+    add<NormGradOp>(patterns, lowerNormGrad);
     add<RmsNormOp>(patterns, lowerRmsNorm);
     add<AttentionOp>(patterns, lowerAttention);
     add<GatherOp>(patterns, lowerGather);

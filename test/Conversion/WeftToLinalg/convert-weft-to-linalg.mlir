@@ -220,3 +220,25 @@ func.func @bf16_sum(%x: tensor<8x4xbf16>) -> tensor<4xbf16> {
   %0 = weft.reduce_sum %x <{axes = array<i64: 0>}> : tensor<8x4xbf16>
   return %0 : tensor<4xbf16>
 }
+
+// -----
+
+// A norm's gradient: one generic over the rows whose body makes three
+// passes over the row (the mean, the variance, the means of g^ and g^ x^
+// together) and yields four per-row values, then one elementwise generic.
+// CHECK-LABEL: func.func @norm_grad
+// CHECK:       %[[STATS:.*]]:4 = linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}} outs(
+// CHECK:         linalg.index 0
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:         math.rsqrt
+// CHECK:         scf.for {{.*}} -> (f32, f32)
+// CHECK:         linalg.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32, f32, f32, f32
+// CHECK:       linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK-NOT:     scf.for
+// CHECK:         linalg.yield
+// CHECK-NOT:   linalg.generic
+func.func @norm_grad(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) {
+  %dx, %mean, %inv = weft.norm_grad %x, %g, %dy <{axis = 2 : i64, centered, epsilon = 1.0e-05 : f64}> : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x1xf32>
+  return %dx, %mean, %inv : tensor<2x3x8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>
+}

@@ -549,3 +549,19 @@ func.func @cross_entropy_result_type(%x: tensor<2x16x64xbf16>, %labels: tensor<2
   %0:2 = weft.softmax_cross_entropy %x, %labels <{ignore_index = -100 : i64}> : tensor<2x16x64xbf16>, tensor<2x16xi64> -> tensor<2x16xf16>
   return
 }
+
+// -----
+
+func.func @norm_grad_stats(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+1 {{'weft.norm_grad' op mean and inv_std 'tensor<2x16xf32>' must be 'tensor<2x16x1xf32>': the input with its normalized dims kept as 1}}
+  %0:3 = weft.norm_grad %x, %g, %x <{axis = 2 : i64, centered, epsilon = 1.0e-05 : f64}> : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @norm_grad_scale(%x: tensor<2x16x64xf32>, %g: tensor<32xf32>) {
+  // expected-error @+1 {{'weft.norm_grad' op scale must have the normalized shape [64], got [32]}}
+  %0:3 = weft.norm_grad %x, %g, %x <{axis = 2 : i64, epsilon = 1.0e-05 : f64}> : tensor<2x16x64xf32>, tensor<32xf32> -> tensor<2x16x1xf32>
+  return
+}

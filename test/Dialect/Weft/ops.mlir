@@ -218,3 +218,13 @@ func.func @model_signature(%ids: tensor<1x16xi64> {weft.input = "input_ids"},
   %0 = weft.gather %wte, %ids <{axis = 0}> : tensor<256x64xf32>, tensor<1x16xi64>
   return %0 : tensor<1x16x64xf32>
 }
+
+// CHECK-LABEL: func.func @norm_grad
+func.func @norm_grad(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %dy: tensor<2x16x64xf32>)
+    -> (tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x64xf32>) {
+  // CHECK: weft.norm_grad %{{.*}}, %{{.*}}, %{{.*}} <{axis = 2 : i64, centered, epsilon = 1.000000e-05 : f64}> : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x1xf32>
+  %dx, %mean, %inv = weft.norm_grad %x, %g, %dy <{axis = 2 : i64, centered, epsilon = 1.0e-05 : f64}> : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x1xf32>
+  // CHECK: weft.norm_grad %{{.*}}, %{{.*}}, %{{.*}} <{axis = 2 : i64, epsilon = 9.9999999999999995E-7 : f64}>
+  %rx, %rmean, %rinv = weft.norm_grad %x, %g, %dy <{axis = 2 : i64, epsilon = 1.0e-06 : f64}> : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x1xf32>
+  return %dx, %inv, %rx : tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x64xf32>
+}

@@ -141,35 +141,27 @@ LogicalResult unaryRule(OpBuilder &builder, Operation *op,
   return success();
 }
 
-/// Layer norm (centered) or RMS norm over dims axis..rank-1.
+/// Layer norm (centered) or RMS norm over dims axis..rank-1: the input's
+/// gradient and each row's statistics from one weft.norm_grad; the scale's
+/// gradient sums g * x^ over the rows, the bias's g.
 LogicalResult normRule(OpBuilder &builder, Operation *op, Value g, int64_t axis,
                        double epsilon, bool centered,
                        SmallVectorImpl<Value> &grads) {
   Adjoints a(builder, op, grads);
   Value x = op->getOperand(0), scale = op->getOperand(1);
   RankedTensorType type = tensorTypeOf(x);
-  SmallVector<int64_t> normalized =
-      llvm::to_vector(llvm::seq<int64_t>(axis, type.getRank()));
+  SmallVector<int64_t> rowShape(type.getShape());
+  for (int64_t d = axis; d < type.getRank(); ++d)
+    rowShape[d] = 1;
+  auto stats = type.clone(rowShape);
+  auto normGrad = NormGradOp::create(a.b, a.loc, TypeRange{type, stats, stats},
+                                     x, scale, g, a.b.getI64IntegerAttr(axis),
+                                     a.b.getF64FloatAttr(epsilon),
+                                     centered ? a.b.getUnitAttr() : UnitAttr());
+  grads[0] = normGrad.getInputGrad();
   SmallVector<int64_t> rows = llvm::to_vector(llvm::seq<int64_t>(0, axis));
-  int64_t count = 1;
-  for (int64_t d : normalized)
-    count *= type.getDimSize(d);
-  auto mean = [&](Value v) {
-    return a.div(a.sum(v, normalized, true), a.scalarLike(v, count));
-  };
-  // x^ = (x - mean) * r with r = rsqrt(var + eps) (RMS: mean 0).
-  Value centeredX = centered ? a.sub(x, mean(x)) : x;
-  Value r = RsqrtOp::create(
-      a.b, a.loc,
-      a.add(mean(a.mul(centeredX, centeredX)), a.scalarLike(x, epsilon)));
-  Value normalizedX = a.mul(centeredX, r);
-  Value gNormalized = a.mul(g, scale);
-  // dx = r (g^ - mean(g^) - x^ mean(g^ x^)); RMS drops the mean(g^) term.
-  Value inner = a.sub(
-      gNormalized, a.mul(normalizedX, mean(a.mul(gNormalized, normalizedX))));
-  if (centered)
-    inner = a.sub(inner, mean(gNormalized));
-  grads[0] = a.mul(r, inner);
+  Value centeredX = centered ? a.sub(x, normGrad.getMean()) : x;
+  Value normalizedX = a.mul(centeredX, normGrad.getInvStd());
   grads[1] = a.sum(a.mul(g, normalizedX), rows, false);
   if (op->getNumOperands() > 2)
     grads[2] = a.sum(g, rows, false);
@@ -727,6 +719,12 @@ SoftmaxCrossEntropyOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
     grads[0] = grads[0] ? a.add(grads[0], spread) : spread;
   }
   return success();
+}
+
+LogicalResult NormGradOp::buildAdjoints(OpBuilder &, ArrayRef<Value>,
+                                        SmallVectorImpl<Value> &) {
+  return emitError("autodiff: weft.norm_grad has no gradient rule (no second "
+                   "derivative of a norm)");
 }
 
 LogicalResult

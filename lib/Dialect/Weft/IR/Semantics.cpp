@@ -753,6 +753,49 @@ LogicalResult LayerNormOp::evaluate(ArrayRef<const HostTensor *> in,
                        static_cast<int64_t>(getAxis()),
                        getEpsilon().convertToDouble(), /*centered=*/true));
 }
+LogicalResult NormGradOp::evaluate(ArrayRef<const HostTensor *> in,
+                                   Results &results) {
+  const HostTensor &x = *in[0], &scale = *in[1], &g = *in[2];
+  int64_t axis = getAxis(), inner = 1;
+  for (size_t d = axis; d < x.shape.size(); ++d)
+    inner *= x.shape[d];
+  SmallVector<int64_t> rowShape(x.shape);
+  for (size_t d = axis; d < rowShape.size(); ++d)
+    rowShape[d] = 1;
+  HostTensor dx = HostTensor::zeros(x.shape, x.elementType);
+  HostTensor means = HostTensor::zeros(rowShape, x.elementType);
+  HostTensor invStds = means;
+  double epsilon = getEpsilon().convertToDouble();
+  for (int64_t row = 0; inner && row < x.size() / inner; ++row) {
+    const double *in = &x.floats[row * inner], *dy = &g.floats[row * inner];
+    double mean = 0;
+    if (getCentered()) {
+      for (int64_t j = 0; j < inner; ++j)
+        mean += in[j];
+      mean /= inner;
+    }
+    double variance = 0;
+    for (int64_t j = 0; j < inner; ++j)
+      variance += (in[j] - mean) * (in[j] - mean);
+    double inv = 1.0 / std::sqrt(variance / inner + epsilon);
+    double gMean = 0, gxMean = 0;
+    for (int64_t j = 0; j < inner; ++j) {
+      double gHat = dy[j] * scale.floats[j];
+      gMean += gHat;
+      gxMean += gHat * (in[j] - mean) * inv;
+    }
+    gMean = getCentered() ? gMean / inner : 0.0;
+    gxMean /= inner;
+    for (int64_t j = 0; j < inner; ++j)
+      dx.floats[row * inner + j] = inv * (dy[j] * scale.floats[j] - gMean -
+                                          (in[j] - mean) * inv * gxMean);
+    means.floats[row] = mean;
+    invStds.floats[row] = inv;
+  }
+  results.assign({std::move(dx), std::move(means), std::move(invStds)});
+  return success();
+}
+
 LogicalResult RmsNormOp::evaluate(ArrayRef<const HostTensor *> in,
                                   Results &results) {
   return one(results,

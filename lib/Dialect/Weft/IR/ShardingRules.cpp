@@ -353,6 +353,28 @@ OpShardingRule SoftmaxCrossEntropyGradOp::getShardingRule() {
   return crossEntropyRule(*this);
 }
 
+/// Rows parallel in the input, its gradient and the per-row statistics;
+/// the normalized dims whole (in the statistics they are 1: no factor).
+OpShardingRule NormGradOp::getShardingRule() {
+  OpShardingRule rule = emptyRule(*this);
+  int64_t axis = getAxis(), rank = rankOf(getInput());
+  for (int64_t d = 0; d < rank; ++d) {
+    bool row = d < axis;
+    int64_t factor =
+        rule.addFactor(row ? FactorKind::Parallel : FactorKind::Whole);
+    rule.operandFactors[0][d] = factor;
+    rule.operandFactors[2][d] = factor;
+    rule.resultFactors[0][d] = factor;
+    if (row) {
+      rule.resultFactors[1][d] = factor;
+      rule.resultFactors[2][d] = factor;
+    } else {
+      rule.operandFactors[1][d - axis] = factor;
+    }
+  }
+  return rule;
+}
+
 OpShardingRule LayerNormOp::getShardingRule() {
   return normRule(*this, static_cast<int64_t>(getAxis()));
 }

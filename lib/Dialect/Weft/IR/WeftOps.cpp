@@ -690,6 +690,21 @@ LogicalResult LayerNormOp::verify() {
 
 LogicalResult RmsNormOp::verify() { return verifyNormCommon(*this); }
 
+LogicalResult NormGradOp::verify() {
+  if (failed(verifyNormCommon(*this)))
+    return failure();
+  auto input = rankedType(getInput());
+  SmallVector<int64_t> rows(input.getShape());
+  for (int64_t d = getAxis(); d < input.getRank(); ++d)
+    rows[d] = 1;
+  auto expected = input.clone(rows);
+  if (getMean().getType() != expected)
+    return emitOpError("mean and inv_std ")
+           << getMean().getType() << " must be " << expected
+           << ": the input with its normalized dims kept as 1";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//

@@ -68,8 +68,9 @@ bool isCheap(Operation *op) {
     return false;
   return !isa<MatmulOp, LinearOp, ConvOp, AttentionOp, ReduceSumOp,
               ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, SoftmaxOp,
-              LogSoftmaxOp, LayerNormOp, RmsNormOp, GatherOp, ScatterAddOp,
-              SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op);
+              LogSoftmaxOp, LayerNormOp, RmsNormOp, NormGradOp, GatherOp,
+              ScatterAddOp, SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
+      op);
 }
 
 /// Values an op reads: its operands and what its regions use from above.

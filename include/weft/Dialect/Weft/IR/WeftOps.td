@@ -514,6 +514,41 @@ def Weft_RmsNormOp : Weft_Op<"rms_norm",
   let hasVerifier = 1;
 }
 
+def Weft_NormGradOp : Weft_Op<"norm_grad",
+    [Pure, AllTypesMatch<["input", "result_grad", "input_grad"]>,
+     AllTypesMatch<["mean", "inv_std"]>]> {
+  let summary = "The input gradient of weft.layer_norm or weft.rms_norm";
+  let description = [{
+    For a norm over the dims `axis..rank-1` (`centered`: `weft.layer_norm`,
+    otherwise `weft.rms_norm`, whose mean is 0), with `inv_std =
+    1 / sqrt(var + epsilon)`, `x^ = (x - mean) * inv_std` and `g^ =
+    result_grad * scale`: `input_grad = inv_std * (g^ - mean(g^) - x^ *
+    mean(g^ * x^))`, without the `mean(g^)` term when not centered. It also
+    returns each row's `mean` and `inv_std` (the normalized dims kept, as
+    1), from which the scale's gradient `sum(result_grad * x^)` and the
+    bias's `sum(result_grad)` over the rows follow. Each row's statistics
+    and both of its means are one pass set over the row, and the gradient
+    one elementwise pass, where the decomposition took a reduction or an
+    elementwise kernel for each.
+
+    ```mlir
+    %dx, %mean, %inv_std = weft.norm_grad %x, %gamma, %dy
+        <{axis = 2 : i64, centered, epsilon = 1.000000e-05 : f64}>
+        : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x1xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
+                       Weft_FloatTensor:$result_grad, I64Attr:$axis,
+                       F64Attr:$epsilon, UnitAttr:$centered);
+  let results = (outs Weft_FloatTensor:$input_grad, Weft_FloatTensor:$mean,
+                      Weft_FloatTensor:$inv_std);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $result_grad prop-dict attr-dict `:` type($input)
+    `,` type($scale) `->` type($mean)
+  }];
+  let hasVerifier = 1;
+}
+
 def Weft_AttentionOp : Weft_Op<"attention",
     [Pure, InferTypeOpAdaptor,
      AllElementTypesMatch<["query", "key", "value", "result"]>]> {
