@@ -37,23 +37,41 @@ func.func @concat_of_widened(%a: tensor<2x8xbf16>, %b: tensor<2x8xbf16>) -> tens
 
 // -----
 
-// What stays: a widened value other ops read in f32 (the residual add), a
-// concat of values of different narrow types, and a round trip through a
-// type that is not the original (bf16 -> f32 -> f16 rounds).
-// CHECK-LABEL: func.func @kept
+// A widened value several ops read: each that can widen as it reads gets
+// a cast of its own (the reshape then moves below its cast), so no f32
+// copy is shared. A reader that cannot (a norm's row kernel) keeps the
+// original.
+// CHECK-LABEL: func.func @per_reader
 // CHECK:       %[[W:.*]] = weft.cast %arg0 : tensor<4xbf16> to tensor<4xf32>
-// CHECK:       weft.reshape %[[W]]
-// CHECK:       weft.add %[[W]]
-// CHECK:       weft.concat {{.*}} : tensor<4xf32>, tensor<4xf32>
-// CHECK:       weft.cast {{.*}} : tensor<4xf32> to tensor<4xf16>
-func.func @kept(%a: tensor<4xbf16>, %b: tensor<4xf16>, %x: tensor<4xf32>) -> (tensor<2x2xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf16>) {
+// CHECK:       %[[R:.*]] = weft.reshape %arg0 : tensor<4xbf16> -> tensor<2x2xbf16>
+// CHECK:       weft.cast %[[R]] : tensor<2x2xbf16> to tensor<2x2xf32>
+// CHECK:       %[[A:.*]] = weft.cast %arg0 : tensor<4xbf16> to tensor<4xf32>
+// CHECK:       weft.add %[[A]], %arg1
+// CHECK:       weft.layer_norm %[[W]]
+// CHECK:       %[[M:.*]] = weft.cast %arg0 : tensor<4xbf16> to tensor<4xf32>
+// CHECK:       weft.mul %[[M]], %[[M]]
+func.func @per_reader(%a: tensor<4xbf16>, %x: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<2x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %w = weft.cast %a : tensor<4xbf16> to tensor<4xf32>
   %r = weft.reshape %w : tensor<4xf32> -> tensor<2x2xf32>
   %s = weft.add %w, %x : tensor<4xf32>, tensor<4xf32>
+  %n = weft.layer_norm %w, %g {axis = 0, epsilon = 1.0e-05 : f64} : tensor<4xf32>, tensor<4xf32>
+  %m = weft.mul %w, %w : tensor<4xf32>, tensor<4xf32>
+  return %r, %s, %n, %m : tensor<2x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// What stays: a concat of values of different narrow types, and a round
+// trip through a type that is not the original (bf16 -> f32 -> f16
+// rounds).
+// CHECK-LABEL: func.func @kept
+// CHECK:       weft.concat {{.*}} : tensor<4xf32>, tensor<4xf32>
+// CHECK:       weft.cast {{.*}} : tensor<4xf32> to tensor<4xf16>
+func.func @kept(%a: tensor<4xbf16>, %b: tensor<4xf16>) -> (tensor<8xf32>, tensor<4xf16>) {
   %wa = weft.cast %a : tensor<4xbf16> to tensor<4xf32>
   %wb = weft.cast %b : tensor<4xf16> to tensor<4xf32>
   %c = weft.concat %wa, %wb <{axis = 0}> : tensor<4xf32>, tensor<4xf32>
   %v = weft.cast %a : tensor<4xbf16> to tensor<4xf32>
   %h = weft.cast %v : tensor<4xf32> to tensor<4xf16>
-  return %r, %s, %c, %h : tensor<2x2xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf16>
+  return %c, %h : tensor<8xf32>, tensor<4xf16>
 }

@@ -5,7 +5,8 @@
 // often only data movement (the attention's head views and, backward, their
 // concatenation). Moving the widening cast below that data movement lets it
 // meet the narrowing cast and vanish: the copies move bf16, and no f32 copy
-// of the head views is ever made.
+// of the head views is ever made. A widened value several ops read is
+// widened in each of them instead of being stored in f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTSINKWIDENINGCASTS
@@ -87,6 +89,51 @@ struct SinkBelowDataMovement : public RewritePattern {
   }
 };
 
+/// Whether `user`, reading a widened value, lowers to a loop that can widen
+/// each element as it reads it (elementwise work, a reduction) or is data
+/// movement the cast then moves below.
+bool widensAsItReads(Operation *user) {
+  return user->hasTrait<OpTrait::Elementwise>() ||
+         isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp,
+             ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReshapeOp,
+             TransposeOp, SliceOp, SplitOp, ConcatOp, SqueezeOp, UnsqueezeOp,
+             ExpandOp>(user);
+}
+
+/// A widened value several ops read (a bf16 projection read by GELU and by
+/// GELU's gradient): each reader that can widen as it reads gets a cast of
+/// its own, which fuses into it, so the f32 copy is never stored and the
+/// readers read bf16.
+struct WideningCastPerReader : public OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CastOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isExactWidening(op) || op->hasOneUse())
+      return failure();
+    llvm::SetVector<Operation *> own;
+    bool shared = false;
+    for (Operation *user : op->getUsers()) {
+      if (widensAsItReads(user))
+        own.insert(user);
+      else
+        shared = true;
+    }
+    // Where every reader gets one, the original serves one of them.
+    if (!shared && !own.empty())
+      own.pop_back();
+    if (own.empty())
+      return failure();
+    for (Operation *user : own) {
+      rewriter.setInsertionPoint(user);
+      Value copy = rewriter.clone(*op)->getResult(0);
+      rewriter.modifyOpInPlace(
+          user, [&] { user->replaceUsesOfWith(op.getResult(), copy); });
+    }
+    return success();
+  }
+};
+
 /// A value widened and narrowed back to its own type is itself.
 struct CancelRoundTrip : public OpRewritePattern<CastOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -106,7 +153,8 @@ struct WeftSinkWideningCastsPass
     : public weft::impl::WeftSinkWideningCastsBase<WeftSinkWideningCastsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<SinkBelowDataMovement, CancelRoundTrip>(&getContext());
+    patterns.add<WideningCastPerReader, SinkBelowDataMovement, CancelRoundTrip>(
+        &getContext());
     // Only these rewrites: folding every op on the way would change more
     // than the casts.
     GreedyRewriteConfig config;

@@ -240,7 +240,12 @@ def WeftSinkWideningCasts : Pass<"weft-sink-widening-casts"> {
     f32, any float to f64: exact) read only by data movement moves below
     it, and a narrowing cast of a widened value back to its own type
     disappears, so the head views move bf16 from contraction to
-    contraction and no f32 copy of them exists.
+    contraction and no f32 copy of them exists. A widened value several
+    ops read gets a cast of its own in each reader that can widen as it
+    reads (elementwise work, reductions, data movement), so that the f32
+    copy is not stored (the MLP's pre-activation, read by GELU and by its
+    gradient); a reader that cannot (a norm's row kernel) keeps the
+    original.
 
     ```mlir
     %w = weft.cast %y : tensor<2x16x192xbf16> to tensor<2x16x192xf32>
