@@ -612,19 +612,20 @@ using RowBody =
 /// `axis` on: an scf.forall over rows whose body makes all of its passes
 /// over one row while that row is in cache, instead of one pass over the
 /// whole tensor per step. `body` gets the input row and the result row
-/// (both 1-D) and returns the written result row.
+/// (both 1-D) and returns the written result row, of `resultElement`.
 Value rowKernel(OpBuilder &b, Location loc, Value x, int64_t axis,
-                RowBody body) {
+                Type resultElement, RowBody body) {
   RankedTensorType type = typeOf(x);
   int64_t rows = 1, width = 1;
   for (int64_t d = 0; d < type.getRank(); ++d)
     (d < axis ? rows : width) *= type.getDimSize(d);
   Type element = type.getElementType();
   auto matrixType = RankedTensorType::get({rows, width}, element);
+  auto resultType = matrixType.clone(resultElement);
   Value matrix = reshapeTo(b, loc, x, matrixType);
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(rows)},
-      ValueRange{emptyTensor(b, loc, matrixType)}, std::nullopt);
+      ValueRange{emptyTensor(b, loc, resultType)}, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forall.getBody());
   Value shared = forall.getRegionIterArgs()[0];
@@ -635,20 +636,21 @@ Value rowKernel(OpBuilder &b, Location loc, Value x, int64_t axis,
   auto rowType = RankedTensorType::get({width}, element);
   Value row = tensor::ExtractSliceOp::create(b, loc, rowType, matrix, offsets,
                                              sizes, strides);
-  Value outRow = tensor::ExtractSliceOp::create(b, loc, rowType, shared,
-                                                offsets, sizes, strides);
+  Value outRow = tensor::ExtractSliceOp::create(
+      b, loc, rowType.clone(resultElement), shared, offsets, sizes, strides);
   Value written = body(b, loc, row, outRow);
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(b, loc, written, shared, offsets, sizes,
                                         strides);
   b.setInsertionPointAfter(forall);
-  return reshapeTo(b, loc, forall.getResult(0), type);
+  return reshapeTo(b, loc, forall.getResult(0), type.clone(resultElement));
 }
 
 /// Layer norm (centered) or RMS norm over dims axis..rank-1: per row, a pass
 /// for the mean (layer norm only), one for the variance, one to write.
 Value normalize(OpBuilder &b, Location loc, Value x, Value scale, Value bias,
-                int64_t axis, double epsilon, bool centered) {
+                int64_t axis, double epsilon, bool centered,
+                Type resultElement) {
   RankedTensorType type = typeOf(x);
   Type element = type.getElementType();
   int64_t width = 1;
@@ -659,7 +661,7 @@ Value normalize(OpBuilder &b, Location loc, Value x, Value scale, Value bias,
   if (bias)
     bias = reshapeTo(b, loc, bias, featureType);
   return rowKernel(
-      b, loc, x, axis,
+      b, loc, x, axis, resultElement,
       [&](OpBuilder &b, Location loc, Value row, Value outRow) {
         Value zero = scalarConstant(b, loc, element, 0);
         Value count = scalarConstant(b, loc, element, width);
@@ -699,8 +701,9 @@ Value normalize(OpBuilder &b, Location loc, Value x, Value scale, Value bias,
               if (bias)
                 y = arith::AddFOp::create(b, loc, y,
                                           elementAt(b, loc, bias, j));
-              return SmallVector<Value>{
-                  tensor::InsertOp::create(b, loc, y, out[0], ValueRange{j})};
+              return SmallVector<Value>{tensor::InsertOp::create(
+                  b, loc, castScalar(b, loc, y, resultElement), out[0],
+                  ValueRange{j})};
             })[0];
       });
 }
@@ -710,14 +713,16 @@ Values lowerLayerNorm(LayerNormOp op, ValueRange operands,
   return one(normalize(b, op.getLoc(), operands[0], operands[1],
                        operands.size() > 2 ? operands[2] : nullptr,
                        static_cast<int64_t>(op.getAxis()),
-                       op.getEpsilon().convertToDouble(), true));
+                       op.getEpsilon().convertToDouble(), true,
+                       op.getType().getElementType()));
 }
 
 Values lowerRmsNorm(RmsNormOp op, ValueRange operands,
                     ConversionPatternRewriter &b) {
   return one(normalize(b, op.getLoc(), operands[0], operands[1], nullptr,
                        static_cast<int64_t>(op.getAxis()),
-                       op.getEpsilon().convertToDouble(), false));
+                       op.getEpsilon().convertToDouble(), false,
+                       op.getType().getElementType()));
 }
 
 /// A norm's input gradient: one generic over the rows whose body makes
@@ -853,7 +858,7 @@ Value softmaxRows(OpBuilder &b, Location loc, Value x, bool logarithm) {
     });
   };
   return rowKernel(
-      b, loc, x, type.getRank() - 1,
+      b, loc, x, type.getRank() - 1, element,
       [&](OpBuilder &b, Location loc, Value row, Value outRow) {
         // maxnumf (not maximumf) vectorizes; a NaN input still poisons the row
         // through exp(x - max).

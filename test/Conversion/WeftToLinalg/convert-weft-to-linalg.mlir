@@ -242,3 +242,17 @@ func.func @norm_grad(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x3x8
   %dx, %mean, %inv = weft.norm_grad %x, %g, %dy <{axis = 2 : i64, centered, epsilon = 1.0e-05 : f64}> : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x1xf32>
   return %dx, %mean, %inv : tensor<2x3x8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>
 }
+
+// -----
+
+// A norm with a bf16 result: the row is computed in f32 and rounded as it
+// is written.
+// CHECK-LABEL: func.func @narrow_layer_norm
+// CHECK:       scf.forall {{.*}} shared_outs(%{{.*}} = %{{.*}}) -> (tensor<6x8xbf16>)
+// CHECK:         math.rsqrt
+// CHECK:         arith.truncf %{{.*}} : f32 to bf16
+// CHECK:         tensor.insert %{{.*}} : tensor<8xbf16>
+func.func @narrow_layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>) -> tensor<2x3x8xbf16> {
+  %0 = weft.layer_norm %x, %g {axis = 2, epsilon = 1.0e-05 : f64} : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xbf16>
+  return %0 : tensor<2x3x8xbf16>
+}

@@ -179,3 +179,20 @@ func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5
   %aux = weft.mul %s, %s : tensor<f32>, tensor<f32>
   return %logits, %aux : tensor<2x3x5xf32>, tensor<f32>
 }
+
+// -----
+
+// At bf16 a norm read only by contractions rounds its own result to bf16
+// (no f32 copy to cast), and its backward takes the adjoint widened back.
+// BF16-LABEL: func.func @train_step
+// BF16: %[[N:.*]] = weft.layer_norm %{{.*}}, %arg2 {axis = 2 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x3x4xf32>, tensor<4xf32> -> tensor<2x3x4xbf16>
+// BF16-NOT: weft.cast %[[N]]
+// BF16: weft.linear %[[N]], %{{.*}} : tensor<2x3x4xbf16>, tensor<4x5xbf16>
+// BF16: %[[G:.*]] = weft.cast %{{.*}} : tensor<2x3x4xbf16> to tensor<2x3x4xf32>
+// BF16: weft.norm_grad %{{.*}}, %arg2, %[[G]] <{axis = 2 : i64, centered
+func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5x4xf32> {weft.param = "emb"}, %g: tensor<4xf32> {weft.param = "ln"}, %w: tensor<4x5xf32> {weft.param = "w"}) -> tensor<2x3x5xf32> {
+  %x = weft.gather %emb, %ids <{axis = 0}> : tensor<5x4xf32>, tensor<2x3xi64>
+  %n = weft.layer_norm %x, %g {axis = 2, epsilon = 1.0e-05 : f64} : tensor<2x3x4xf32>, tensor<4xf32>
+  %logits = weft.linear %n, %w : tensor<2x3x4xf32>, tensor<4x5xf32>
+  return %logits : tensor<2x3x5xf32>
+}

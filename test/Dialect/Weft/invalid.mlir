@@ -565,3 +565,11 @@ func.func @norm_grad_scale(%x: tensor<2x16x64xf32>, %g: tensor<32xf32>) {
   %0:3 = weft.norm_grad %x, %g, %x <{axis = 2 : i64, epsilon = 1.0e-05 : f64}> : tensor<2x16x64xf32>, tensor<32xf32> -> tensor<2x16x1xf32>
   return
 }
+
+// -----
+
+func.func @norm_wider_result(%x: tensor<2x16x64xbf16>, %g: tensor<64xbf16>) {
+  // expected-error @+1 {{'weft.layer_norm' op result 'tensor<2x16x64xf32>' must have the input's shape 'tensor<2x16x64xbf16>' and its element type or a narrower float}}
+  %0 = weft.layer_norm %x, %g {axis = 2, epsilon = 1.0e-05 : f64} : tensor<2x16x64xbf16>, tensor<64xbf16> -> tensor<2x16x64xf32>
+  return
+}

@@ -228,3 +228,13 @@ func.func @norm_grad(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %dy: tensor<2x
   %rx, %rmean, %rinv = weft.norm_grad %x, %g, %dy <{axis = 2 : i64, epsilon = 1.0e-06 : f64}> : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x1xf32>
   return %dx, %inv, %rx : tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x64xf32>
 }
+
+// A norm may round its result to a narrower float as it writes it.
+// CHECK-LABEL: func.func @narrow_norms
+func.func @narrow_norms(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) -> (tensor<2x16x64xbf16>, tensor<2x16x64xbf16>) {
+  // CHECK: weft.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32> -> tensor<2x16x64xbf16>
+  %0 = weft.layer_norm %x, %g, %g {axis = 2, epsilon = 1.0e-05 : f64} : tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32> -> tensor<2x16x64xbf16>
+  // CHECK: weft.rms_norm %{{.*}}, %{{.*}} {axis = 2 : i64, epsilon = 9.9999999999999995E-7 : f64} : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x64xbf16>
+  %1 = weft.rms_norm %x, %g {axis = 2, epsilon = 1.0e-06 : f64} : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x64xbf16>
+  return %0, %1 : tensor<2x16x64xbf16>, tensor<2x16x64xbf16>
+}

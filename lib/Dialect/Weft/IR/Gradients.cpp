@@ -150,6 +150,10 @@ LogicalResult normRule(OpBuilder &builder, Operation *op, Value g, int64_t axis,
   Adjoints a(builder, op, grads);
   Value x = op->getOperand(0), scale = op->getOperand(1);
   RankedTensorType type = tensorTypeOf(x);
+  // A norm that rounds its result to a narrower type passes the adjoint
+  // through that rounding unchanged.
+  if (tensorTypeOf(g) != type)
+    g = CastOp::create(a.b, a.loc, type, g);
   SmallVector<int64_t> rowShape(type.getShape());
   for (int64_t d = axis; d < type.getRank(); ++d)
     rowShape[d] = 1;

@@ -749,9 +749,11 @@ SoftmaxCrossEntropyGradOp::evaluate(ArrayRef<const HostTensor *> in,
 LogicalResult LayerNormOp::evaluate(ArrayRef<const HostTensor *> in,
                                     Results &results) {
   return one(results,
-             normalize(*in[0], *in[1], getBias() ? in[2] : nullptr,
-                       static_cast<int64_t>(getAxis()),
-                       getEpsilon().convertToDouble(), /*centered=*/true));
+             castTo(normalize(*in[0], *in[1], getBias() ? in[2] : nullptr,
+                              static_cast<int64_t>(getAxis()),
+                              getEpsilon().convertToDouble(),
+                              /*centered=*/true),
+                    getType().getElementType()));
 }
 LogicalResult NormGradOp::evaluate(ArrayRef<const HostTensor *> in,
                                    Results &results) {
@@ -798,10 +800,11 @@ LogicalResult NormGradOp::evaluate(ArrayRef<const HostTensor *> in,
 
 LogicalResult RmsNormOp::evaluate(ArrayRef<const HostTensor *> in,
                                   Results &results) {
-  return one(results,
-             normalize(*in[0], *in[1], nullptr, static_cast<int64_t>(getAxis()),
-                       getEpsilon().convertToDouble(),
-                       /*centered=*/false));
+  return one(results, castTo(normalize(*in[0], *in[1], nullptr,
+                                       static_cast<int64_t>(getAxis()),
+                                       getEpsilon().convertToDouble(),
+                                       /*centered=*/false),
+                             getType().getElementType()));
 }
 
 LogicalResult AttentionOp::evaluate(ArrayRef<const HostTensor *> in,

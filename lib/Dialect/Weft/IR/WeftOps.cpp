@@ -667,6 +667,22 @@ static LogicalResult verifyNormParam(Operation *op, RankedTensorType input,
   return success();
 }
 
+/// A norm's result type after `->`, printed only where it is not the
+/// input's (a narrower float).
+static ParseResult parseNarrowResult(OpAsmParser &parser, Type input,
+                                     Type &result) {
+  result = input;
+  if (failed(parser.parseOptionalArrow()))
+    return success();
+  return parser.parseType(result);
+}
+
+static void printNarrowResult(OpAsmPrinter &printer, Operation *, Type input,
+                              Type result) {
+  if (result != input)
+    printer << " -> " << result;
+}
+
 template <typename OpTy>
 static LogicalResult verifyNormCommon(OpTy op) {
   auto input = rankedType(op.getInput());
@@ -679,8 +695,24 @@ static LogicalResult verifyNormCommon(OpTy op) {
   return verifyNormParam(op, input, axis, op.getScale(), "scale");
 }
 
+/// The result of a norm: the input's shape, and its element type or a
+/// narrower float.
+static LogicalResult verifyNormResult(Operation *op, RankedTensorType input,
+                                      RankedTensorType result) {
+  auto from = dyn_cast<FloatType>(input.getElementType());
+  auto to = dyn_cast<FloatType>(result.getElementType());
+  if (result.getShape() != input.getShape() || !from || !to ||
+      to.getWidth() > from.getWidth())
+    return op->emitOpError("result ")
+           << result << " must have the input's shape " << input
+           << " and its element type or a narrower float";
+  return success();
+}
+
 LogicalResult LayerNormOp::verify() {
-  if (failed(verifyNormCommon(*this)))
+  if (failed(verifyNormCommon(*this)) ||
+      failed(verifyNormResult(*this, rankedType(getInput()),
+                              rankedType(getResult()))))
     return failure();
   if (getBias())
     return verifyNormParam(*this, rankedType(getInput()), getAxis(), getBias(),
@@ -688,7 +720,12 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
-LogicalResult RmsNormOp::verify() { return verifyNormCommon(*this); }
+LogicalResult RmsNormOp::verify() {
+  if (failed(verifyNormCommon(*this)))
+    return failure();
+  return verifyNormResult(*this, rankedType(getInput()),
+                          rankedType(getResult()));
+}
 
 LogicalResult NormGradOp::verify() {
   if (failed(verifyNormCommon(*this)))

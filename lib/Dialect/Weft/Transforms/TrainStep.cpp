@@ -23,6 +23,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/GlobPattern.h"
 
 namespace weft {
@@ -153,10 +154,26 @@ void castContractions(func::FuncOp func, FloatType narrow, bool attention) {
             .isF32())
       contractions.push_back(op);
   });
+  // A norm read only by these contractions rounds its own result, as it
+  // writes it: no f32 copy of it is made to be cast.
+  llvm::SmallPtrSet<Operation *, 16> narrowing(contractions.begin(),
+                                               contractions.end());
+  func.walk([&](Operation *norm) {
+    if (!isa<LayerNormOp, RmsNormOp>(norm) || norm->use_empty() ||
+        !llvm::all_of(norm->getUsers(), [&](Operation *user) {
+          return narrowing.contains(user);
+        }))
+      return;
+    Value result = norm->getResult(0);
+    result.setType(
+        llvm::cast<RankedTensorType>(result.getType()).clone(narrow));
+  });
   for (Operation *op : contractions) {
     OpBuilder b(op);
-    auto narrowed = [&](Value v) {
+    auto narrowed = [&](Value v) -> Value {
       auto type = llvm::cast<RankedTensorType>(v.getType());
+      if (type.getElementType() == narrow)
+        return v;
       return CastOp::create(b, op->getLoc(), type.clone(narrow), v).getResult();
     };
     for (OpOperand &operand : op->getOpOperands())

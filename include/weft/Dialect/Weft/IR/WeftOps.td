@@ -468,13 +468,15 @@ def Weft_SoftmaxCrossEntropyGradOp : Weft_Op<"softmax_cross_entropy_grad",
 }
 
 def Weft_LayerNormOp : Weft_Op<"layer_norm",
-    [Pure, SameOperandsElementType,
-     AllTypesMatch<["input", "result"]>]> {
+    [Pure, SameOperandsElementType]> {
   let summary = "Layer normalization over the trailing dimensions";
   let description = [{
     Normalizes over the dimensions `axis..rank-1`:
     `(x - mean) / sqrt(var + epsilon) * scale + bias` with the biased
     variance. `scale` and the optional `bias` have the normalized shape.
+    The result has the input's shape and its element type or a narrower
+    float one (bf16 for a bf16 GEMM that reads it): the row is computed in
+    the input's type and rounded once as it is written.
 
     ```mlir
     %y = weft.layer_norm %x, %gamma, %beta {axis = 2, epsilon = 1.0e-05 : f64}
@@ -488,17 +490,18 @@ def Weft_LayerNormOp : Weft_Op<"layer_norm",
   let assemblyFormat = [{
     $input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,`
     type($scale) (`,` type($bias)^)?
+    `` custom<NarrowResult>(ref(type($input)), type($result))
   }];
   let hasVerifier = 1;
 }
 
 def Weft_RmsNormOp : Weft_Op<"rms_norm",
-    [Pure, SameOperandsElementType,
-     AllTypesMatch<["input", "result"]>]> {
+    [Pure, SameOperandsElementType]> {
   let summary = "Root-mean-square normalization over the trailing dimensions";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * scale` over the dimensions
     `axis..rank-1`; `scale` has the normalized shape (Llama's RMSNorm).
+    As `weft.layer_norm`'s, the result may be of a narrower float type.
 
     ```mlir
     %y = weft.rms_norm %x, %w {axis = 2, epsilon = 1.0e-06 : f64}
@@ -510,6 +513,7 @@ def Weft_RmsNormOp : Weft_Op<"rms_norm",
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale attr-dict `:` type($input) `,` type($scale)
+    `` custom<NarrowResult>(ref(type($input)), type($result))
   }];
   let hasVerifier = 1;
 }
