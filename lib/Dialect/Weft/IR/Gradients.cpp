@@ -717,9 +717,15 @@ SoftmaxCrossEntropyOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
     int64_t last = logits.getRank() - 1;
     SmallVector<int64_t> kept(logits.getShape());
     kept.back() = 1;
+    // An f32 log-sum-exp of narrow logits spreads in the logits' type.
+    Value lseGrad = resultGrads[1];
+    auto lseGradType = cast<RankedTensorType>(lseGrad.getType());
+    if (lseGradType.getElementType() != logits.getElementType())
+      lseGrad = CastOp::create(
+          b, a.loc, lseGradType.clone(logits.getElementType()), lseGrad);
     Value spread = a.mul(
         SoftmaxOp::create(b, a.loc, getLogits(), b.getI64IntegerAttr(last)),
-        a.reshape(resultGrads[1], kept));
+        a.reshape(lseGrad, kept));
     grads[0] = grads[0] ? a.add(grads[0], spread) : spread;
   }
   return success();

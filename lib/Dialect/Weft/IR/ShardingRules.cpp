@@ -354,7 +354,8 @@ OpShardingRule SoftmaxCrossEntropyGradOp::getShardingRule() {
 }
 
 /// Rows parallel in the input, its gradient and the per-row statistics;
-/// the normalized dims whole (in the statistics they are 1: no factor).
+/// the normalized dims whole (in the statistics, where they are 1, each a
+/// whole factor of its own).
 OpShardingRule NormGradOp::getShardingRule() {
   OpShardingRule rule = emptyRule(*this);
   int64_t axis = getAxis(), rank = rankOf(getInput());
@@ -372,6 +373,7 @@ OpShardingRule NormGradOp::getShardingRule() {
       rule.operandFactors[1][d - axis] = factor;
     }
   }
+  wholeForTheRest(rule);
   return rule;
 }
 
