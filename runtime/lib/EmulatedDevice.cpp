@@ -106,13 +106,22 @@ struct LaunchCounts {
     uint64_t read, written;
   };
   std::vector<Run> runs;
+  /// The earlier parts' bytes of a merged launch: each part reads its
+  /// buffers itself, as the kernels it was made of did.
+  uint64_t partsRead = 0, partsWritten = 0;
 
-  void finishLaunch() {
-    if (current >= 0)
-      runs.push_back({current, reads.bytes(), writes.bytes()});
-    current = -1;
+  void finishPart() {
+    partsRead += reads.bytes();
+    partsWritten += writes.bytes();
     reads.clear();
     writes.clear();
+  }
+  void finishLaunch() {
+    finishPart();
+    if (current >= 0)
+      runs.push_back({current, partsRead, partsWritten});
+    current = -1;
+    partsRead = partsWritten = 0;
   }
 };
 
@@ -243,4 +252,13 @@ extern "C" void weft_emulation_launch(int64_t id) {
     launches->finishLaunch();
     launches->current = id;
   }
+}
+
+/// Called by emulated code where the next part of a merged launch
+/// (weft-gpu-merge-launches) starts: its distinct bytes are counted apart
+/// from the earlier parts' and added to them.
+extern "C" void weft_emulation_launch_part() {
+  if (weft::runtime::emulation::LaunchCounts *launches =
+          weft::runtime::emulation::counts())
+    launches->finishPart();
 }

@@ -5,6 +5,7 @@
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Target/CUDA/Passes.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -32,6 +33,11 @@ constexpr llvm::StringLiteral kCheckAccess = "weft_emulation_check_access";
 /// bytes it touches are counted under that id.
 constexpr llvm::StringLiteral kLaunchMark = "weft_emulation_launch";
 
+/// The runtime's mark of the next part of a merged launch
+/// (runtime/lib/EmulatedDevice.cpp): each part's distinct bytes are counted
+/// on their own and added up.
+constexpr llvm::StringLiteral kLaunchPartMark = "weft_emulation_launch_part";
+
 /// Calls kLaunchMark before `op` when the kernel report numbered it.
 void markLaunch(OpBuilder &b, ModuleOp module, Operation *op) {
   auto id = op->getAttrOfType<IntegerAttr>(weft::kLaunchIdAttrName);
@@ -49,6 +55,20 @@ void markLaunch(OpBuilder &b, ModuleOp module, Operation *op) {
                                               id.getInt());
   func::CallOp::create(b, op->getLoc(), kLaunchMark, TypeRange(),
                        ValueRange{number});
+}
+
+/// Calls kLaunchPartMark before `part`.
+void markLaunchPart(OpBuilder &b, ModuleOp module, gpu::LaunchOp part) {
+  if (!module.lookupSymbol(kLaunchPartMark)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto mark = func::FuncOp::create(b, module.getLoc(), kLaunchPartMark,
+                                     b.getFunctionType({}, {}));
+    mark.setPrivate();
+  }
+  b.setInsertionPoint(part);
+  func::CallOp::create(b, part.getLoc(), kLaunchPartMark, TypeRange(),
+                       ValueRange{});
 }
 
 /// Ops after which the threads of a block continue together: the emulation
@@ -442,7 +462,10 @@ LogicalResult PhasedLaunch::emulate() {
     if (auto shuffle = dyn_cast<gpu::ShuffleOp>(phase.front()))
       slots[shuffle] = perThread(shuffle.getValue().getType());
   OpBuilder::InsertPoint afterBlocks;
-  // Blocks one after another, z outermost.
+  // Blocks one after another, z outermost, the last first: a GPU runs a
+  // launch's blocks in no order, and a kernel whose blocks depend on one
+  // another (parts merged by weft-gpu-merge-launches that were not
+  // independent) then computes wrong numbers here too.
   for (auto [id, bound] : {std::pair{blockIds.z, grid.z},
                            {blockIds.y, grid.y},
                            {blockIds.x, grid.x}}) {
@@ -450,8 +473,10 @@ LogicalResult PhasedLaunch::emulate() {
     if (!afterBlocks.isSet())
       afterBlocks = OpBuilder::InsertPoint(loop->getBlock(),
                                            std::next(loop->getIterator()));
-    mapping.map(id, loop.getInductionVar());
     b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value last = arith::SubIOp::create(b, loc, bound, one);
+    mapping.map(id,
+                arith::SubIOp::create(b, loc, last, loop.getInductionVar()));
   }
   for (unsigned p = 0; p < phases.size(); ++p) {
     OpBuilder::InsertionGuard guard(b);
@@ -484,6 +509,76 @@ LogicalResult PhasedLaunch::emulate() {
   return success();
 }
 
+/// A merged launch (weft-gpu-merge-launches) as one launch per part, the
+/// last part first: the blocks still run last first, and each part's
+/// barriers are at its kernel's top level again. Each part's copy of the
+/// dispatch keeps only the branch its block ids take.
+SmallVector<gpu::LaunchOp> splitMergedLaunch(gpu::LaunchOp launch,
+                                             OpBuilder &b) {
+  auto starts =
+      launch->getAttrOfType<DenseI64ArrayAttr>(weft::kBlockSegmentsAttrName);
+  gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+  gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  std::optional<int64_t> total = getConstantIntValue(grid.x);
+  if (!starts || !total)
+    return {launch};
+  Location loc = launch.getLoc();
+  SmallVector<Type> shared, private_;
+  for (BlockArgument attribution : launch.getWorkgroupAttributions())
+    shared.push_back(attribution.getType());
+  for (BlockArgument attribution : launch.getPrivateAttributions())
+    private_.push_back(attribution.getType());
+  SmallVector<gpu::LaunchOp> parts;
+  for (int64_t k = int64_t(starts.size()) - 1; k >= 0; --k) {
+    int64_t begin = starts[k],
+            end = k + 1 < int64_t(starts.size()) ? starts[k + 1] : *total;
+    if (begin >= end)
+      continue;
+    b.setInsertionPoint(launch);
+    Value blocks = arith::ConstantIndexOp::create(b, loc, end - begin);
+    auto part = gpu::LaunchOp::create(
+        b, loc, blocks, grid.y, grid.z, block.x, block.y, block.z,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, shared, private_);
+    IRMapping mapping;
+    for (auto [from, to] : llvm::zip(launch.getBody().getArguments(),
+                                     part.getBody().getArguments()))
+      mapping.map(from, to);
+    OpBuilder::InsertionGuard guard(b);
+    Block &body = part.getBody().front();
+    b.setInsertionPointToStart(&body);
+    Value id = part.getBlockIds().x;
+    if (begin)
+      id = arith::AddIOp::create(b, loc, id,
+                                 arith::ConstantIndexOp::create(b, loc, begin));
+    mapping.map(launch.getBlockIds().x, id);
+    for (Operation &op : launch.getBody().front())
+      b.clone(op, mapping);
+    for (bool folded = true; folded;) {
+      folded = false;
+      for (auto branch : body.getOps<scf::IfOp>()) {
+        auto below = branch.getCondition().getDefiningOp<arith::CmpIOp>();
+        std::optional<int64_t> bound =
+            below ? getConstantIntValue(below.getRhs()) : std::nullopt;
+        if (!bound || below.getPredicate() != arith::CmpIPredicate::ult ||
+            below.getLhs() != id || (*bound > begin && *bound < end))
+          continue;
+        Block *taken = *bound >= end ? branch.thenBlock() : branch.elseBlock();
+        if (taken)
+          for (Operation &op :
+               llvm::make_early_inc_range(taken->without_terminator()))
+            op.moveBefore(branch);
+        branch.erase();
+        folded = true;
+        break;
+      }
+    }
+    parts.push_back(part);
+  }
+  launch.erase();
+  return parts;
+}
+
 struct WeftGpuEmulateLaunchesPass
     : public weft::impl::WeftGpuEmulateLaunchesBase<
           WeftGpuEmulateLaunchesPass> {
@@ -505,9 +600,14 @@ struct WeftGpuEmulateLaunchesPass
       if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
         int64_t index =
             launchesPerFunction[launch->getParentOfType<func::FuncOp>()]++;
-        if ((checkAccesses && failed(checker.instrument(launch, index))) ||
-            failed(PhasedLaunch(launch).emulate()))
-          return signalPassFailure();
+        SmallVector<gpu::LaunchOp> parts = splitMergedLaunch(launch, rewriter);
+        for (auto [k, part] : llvm::enumerate(parts)) {
+          if (k)
+            markLaunchPart(rewriter, module, part);
+          if ((checkAccesses && failed(checker.instrument(part, index))) ||
+              failed(PhasedLaunch(part).emulate()))
+            return signalPassFailure();
+        }
       } else if (auto alloc = dyn_cast<gpu::AllocOp>(op)) {
         rewriter.replaceOpWithNewOp<memref::AllocOp>(
             alloc, alloc.getMemref().getType(), alloc.getDynamicSizes(),

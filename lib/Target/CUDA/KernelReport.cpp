@@ -178,9 +178,9 @@ std::optional<int64_t> IndexEvaluator::compute(Operation *op, unsigned depth) {
 }
 
 /// How many times the ops of each block of a launch's body run in one run
-/// of the launch: its first and last blocks counted thread by thread,
-/// guards and loop bounds evaluated, the blocks between taken to do what
-/// the first does.
+/// of the launch: its first and last blocks (of each part of a merged
+/// launch) counted thread by thread, guards and loop bounds evaluated, the
+/// blocks between taken to do what the first does.
 class ExecutionCounter {
 public:
   explicit ExecutionCounter(gpu::LaunchOp launch) : launch(launch) {}
@@ -223,16 +223,39 @@ LogicalResult ExecutionCounter::count() {
     if (op->getNumRegions())
       nestingOps[op->getBlock()].push_back(op);
   });
+  // The blocks that run the same code: all of them, or each part of a
+  // merged launch (weft-gpu-merge-launches).
+  struct Segment {
+    std::array<int64_t, 3> first, last;
+    int64_t blocks;
+  };
+  SmallVector<Segment> segments;
   int64_t blocks = grid[0] * grid[1] * grid[2];
-  countBlock({0, 0, 0});
-  llvm::DenseMap<Block *, double> first = std::move(runsInBlock);
-  runsInBlock.clear();
-  if (blocks > 1)
-    countBlock({grid[0] - 1, grid[1] - 1, grid[2] - 1});
-  for (auto &[body, times] : first)
-    runs[body] += times * double(blocks > 1 ? blocks - 1 : 1);
-  for (auto &[body, times] : runsInBlock)
-    runs[body] += times;
+  auto starts =
+      launch->getAttrOfType<DenseI64ArrayAttr>(weft::kBlockSegmentsAttrName);
+  if (starts && grid[1] == 1 && grid[2] == 1) {
+    ArrayRef<int64_t> first = starts.asArrayRef();
+    for (auto [i, start] : llvm::enumerate(first)) {
+      int64_t end = i + 1 < first.size() ? first[i + 1] : blocks;
+      if (start < end)
+        segments.push_back({{start, 0, 0}, {end - 1, 0, 0}, end - start});
+    }
+  } else {
+    segments.push_back(
+        {{0, 0, 0}, {grid[0] - 1, grid[1] - 1, grid[2] - 1}, blocks});
+  }
+  for (const Segment &segment : segments) {
+    runsInBlock.clear();
+    countBlock(segment.first);
+    llvm::DenseMap<Block *, double> first = std::move(runsInBlock);
+    runsInBlock.clear();
+    if (segment.blocks > 1)
+      countBlock(segment.last);
+    for (auto &[body, times] : first)
+      runs[body] += times * double(segment.blocks > 1 ? segment.blocks - 1 : 1);
+    for (auto &[body, times] : runsInBlock)
+      runs[body] += times;
+  }
   return success();
 }
 
@@ -478,7 +501,8 @@ void ReportBuilder::addGemm(func::CallOp call) {
     views.push_back(cast ? dyn_cast<MemRefType>(cast.getSource().getType())
                          : MemRefType());
   }
-  bool bf16 = call.getCallee().ends_with("_bf16");
+  // Its inputs' type: bf16 into an f32 c or into a bf16 c.
+  bool bf16 = call.getCallee().contains("_bf16");
   NamedAttrList entry = common(call, "gemm");
   // A bf16 GEMM accumulates in f32 on tensor cores.
   entry.append("library", b.getStringAttr(bf16 ? "cublasGemmStridedBatchedEx"
@@ -638,7 +662,7 @@ bool isLibraryCall(func::CallOp call) {
   StringRef callee = call.getCallee();
   return ((callee.consume_front(weft::kCudaGemm) ||
            callee.consume_front(weft::kEmulatedGemm)) &&
-          (callee == "_f32" || callee == "_bf16")) ||
+          (callee == "_f32" || callee == "_bf16" || callee == "_bf16_bf16")) ||
          isAttentionCall(call);
 }
 

@@ -2,6 +2,7 @@
 
 #include "weft/Target/CUDA/Passes.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -152,22 +153,27 @@ void LoopLauncher::launchParallel(scf::ParallelOp loop) {
   Location loc = loop.getLoc();
   OpBuilder b(loop);
   // Iterations per dim, and in all.
+  // Folded where the bounds are constants: the grid is then a constant, as
+  // the kernel report and weft-gpu-merge-launches need it.
   SmallVector<Value> trips;
   Value total = arith::ConstantIndexOp::create(b, loc, 1);
   for (auto [lower, upper, step] :
        llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    Value span = arith::SubIOp::create(b, loc, upper, lower);
-    trips.push_back(arith::CeilDivUIOp::create(b, loc, span, step));
-    total = arith::MulIOp::create(b, loc, total, trips.back());
+    Value span = b.createOrFold<arith::SubIOp>(loc, upper, lower);
+    trips.push_back(b.createOrFold<arith::CeilDivUIOp>(loc, span, step));
+    total = b.createOrFold<arith::MulIOp>(loc, total, trips.back());
   }
   Value threads = arith::ConstantIndexOp::create(b, loc, threadsPerBlock);
-  Value blocks = arith::CeilDivUIOp::create(b, loc, total, threads);
+  Value blocks = b.createOrFold<arith::CeilDivUIOp>(loc, total, threads);
   // An empty launch is an error in CUDA: launch only when there is work.
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value any =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, total, zero);
-  auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
-  b.setInsertionPointToStart(guard.thenBlock());
+  std::optional<int64_t> work = getConstantIntValue(total);
+  if (!work || *work == 0) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value any =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, total, zero);
+    auto guard = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+  }
   gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
   Value id = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, threads),

@@ -35,7 +35,8 @@ static std::string kernelsPipeline(const weft::LoweringOptions &options,
          "func.func(weft-gpu-row-reductions,weft-gpu-tiled-transposes),"
          "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
          "weft-gpu-launch-loops),"
-         "weft-gpu-device-memory,weft-gpu-kernel-report,";
+         "weft-gpu-merge-launches,weft-gpu-device-memory,weft-gpu-kernel-"
+         "report,";
 }
 
 void weft::buildLowerToNVVMPipeline(OpPassManager &pm,

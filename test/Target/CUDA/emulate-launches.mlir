@@ -1,7 +1,7 @@
 // RUN: weft-opt %s -split-input-file -verify-diagnostics --weft-gpu-emulate-launches | FileCheck %s
 
-// A launch becomes loops over its blocks, then its threads (z outermost),
-// and device memory becomes host memory. Each store is checked first: the
+// A launch becomes loops over its blocks (the last first, as a GPU may run
+// them in any order), then its threads (z outermost), and device memory becomes host memory. Each store is checked first: the
 // runtime is given the buffer's base, the element's address (base +
 // (offset + index * stride) * 4 bytes), its size, that it writes, and the
 // kernel's name.
@@ -13,9 +13,15 @@
 // CHECK:         %[[NAME:.*]] = arith.index_cast %[[NAMEPTR]] : index to i64
 // CHECK:         %[[FOUR:.*]] = arith.constant 4 : index
 // CHECK:         %[[WRITE:.*]] = arith.constant 1 : i64
-// CHECK:         scf.for %[[BZ:.*]] = %{{.*}} to %{{.*}} step
-// CHECK-NEXT:      scf.for %[[BY:.*]] = %{{.*}} to %{{.*}} step
-// CHECK-NEXT:        scf.for %[[BX:.*]] = %{{.*}} to %[[GX:.*]] step
+// CHECK:         scf.for %[[IZ:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:      arith.subi
+// CHECK-NEXT:      arith.subi %{{.*}}, %[[IZ]]
+// CHECK-NEXT:      scf.for %[[IY:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:        arith.subi
+// CHECK-NEXT:        arith.subi %{{.*}}, %[[IY]]
+// CHECK-NEXT:        scf.for %[[IX:.*]] = %{{.*}} to %[[GX:.*]] step
+// CHECK-NEXT:          %[[LASTX:.*]] = arith.subi %[[GX]], %{{.*}}
+// CHECK-NEXT:          %[[BX:.*]] = arith.subi %[[LASTX]], %[[IX]]
 // CHECK-NEXT:          scf.for %[[TZ:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:            scf.for %[[TY:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:              scf.for %[[TX:.*]] = %{{.*}} to %[[SX:.*]] step
@@ -183,5 +189,52 @@ func.func @numbered(%buf: memref<8xf32>, %a: memref<*xf32>, %accumulate: i64) {
     gpu.terminator
   } {weft.launch_id = 7 : i64}
   call @weft_emulated_gemm_f32(%a, %a, %a, %accumulate) {weft.launch_id = 8 : i64} : (memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  return
+}
+
+// -----
+
+// A merged launch (weft-gpu-merge-launches) runs as its parts, the last
+// first, each keeping only its own branch of the dispatch, so that its
+// barriers are at its top level again; the runtime is told where each
+// later part starts, to count its bytes on their own.
+// CHECK-LABEL: func.func private @weft_emulation_launch_part()
+// CHECK-LABEL: func.func @merged
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c1{{.*}} step
+// CHECK:           memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<4xf32>
+// CHECK-NOT:       scf.if
+// CHECK:         call @weft_emulation_launch_part()
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c2{{.*}} step
+// CHECK:           memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<8xf32>
+// CHECK-NOT:       scf.if
+// CHECK:         return
+func.func @merged(%x: memref<8xf32>, %y: memref<4xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %one = arith.constant 1.0 : f32
+  %bx_ = gpu.alloc () : memref<8xf32>
+  %by_ = gpu.alloc () : memref<4xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c3, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1)
+             workgroup(%s : memref<4xf32, #gpu.address_space<workgroup>>) {
+    %first = arith.cmpi ult, %bx, %c2 : index
+    scf.if %first {
+      memref.store %one, %s[%tx] : memref<4xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %v = memref.load %s[%tx] : memref<4xf32, #gpu.address_space<workgroup>>
+      %base = arith.muli %bx, %sx : index
+      %i = arith.addi %base, %tx : index
+      memref.store %v, %bx_[%i] : memref<8xf32>
+    } else {
+      memref.store %one, %s[%tx] : memref<4xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %v = memref.load %s[%tx] : memref<4xf32, #gpu.address_space<workgroup>>
+      memref.store %v, %by_[%tx] : memref<4xf32>
+    }
+    gpu.terminator
+  } {weft.block_segments = array<i64: 0, 2>}
+  gpu.memcpy %x, %bx_ : memref<8xf32>, memref<8xf32>
+  gpu.memcpy %y, %by_ : memref<4xf32>, memref<4xf32>
   return
 }

@@ -128,3 +128,42 @@ func.func @main(%a: memref<2x8x16xbf16>, %b: memref<16x16xbf16>, %c: memref<2x8x
   call @weft_cuda_gemm_bf16(%ua, %ub, %uc, %overwrite) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64) -> ()
   return
 }
+
+// -----
+
+// A merged launch (weft-gpu-merge-launches) is counted part by part: the
+// first part's block copies 16 floats, the next 4 blocks scale 1000. Taking
+// the middle blocks for the first block would count 64 copies and only the
+// last block's 232 products.
+// CHECK-LABEL: module attributes {weft.kernel_report
+// CHECK-SAME:    launches = [{block = [256, 1, 1], bytes_read = 4064 : i64, bytes_written = 4064 : i64, elements = 2032 : i64, exact = true, flops = 1000 : i64, function = "merged", grid = [5, 1, 1]
+func.func @merged(%x: memref<1000xf32>, %y: memref<1000xf32>, %a: memref<16xf32>, %b: memref<16xf32>) {
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  %c1000 = arith.constant 1000 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c5, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    %first = arith.cmpi ult, %bx, %c1 : index
+    scf.if %first {
+      %inside = arith.cmpi ult, %tx, %c16 : index
+      scf.if %inside {
+        %v = memref.load %a[%tx] : memref<16xf32>
+        memref.store %v, %b[%tx] : memref<16xf32>
+      }
+    } else {
+      %block = arith.subi %bx, %c1 : index
+      %base = arith.muli %block, %c256 : index
+      %i = arith.addi %base, %tx : index
+      %inside = arith.cmpi ult, %i, %c1000 : index
+      scf.if %inside {
+        %v = memref.load %x[%i] : memref<1000xf32>
+        %w = arith.mulf %v, %v : f32
+        memref.store %w, %y[%i] : memref<1000xf32>
+      }
+    }
+    gpu.terminator
+  } {weft.block_segments = array<i64: 0, 1>}
+  return
+}

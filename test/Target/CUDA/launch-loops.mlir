@@ -2,25 +2,24 @@
 
 // A parallel nest runs one iteration per thread: the iteration space is
 // linearized, covered by blocks of 128 threads, and each thread recovers its
-// indices last dim fastest; threads past the end do nothing.
+// indices last dim fastest; threads past the end do nothing. Static bounds
+// give a constant grid.
 // CHECK-LABEL: func.func @parallel
-// CHECK:         arith.muli
-// CHECK:         [[TOTAL:%[0-9]+]] = arith.muli
-// CHECK-NEXT:    [[C128:%c128[_0-9]*]] = arith.constant 128 : index
-// CHECK-NEXT:    [[BLOCKS:%[0-9]+]] = arith.ceildivui [[TOTAL]], [[C128]]
-// CHECK:         [[ANY:%[0-9]+]] = arith.cmpi ugt, [[TOTAL]]
-// CHECK-NEXT:    scf.if [[ANY]] {
-// CHECK:           gpu.launch blocks([[BX:%[a-z0-9]+]], {{.*}}) in ({{%[a-z0-9]+}} = [[BLOCKS]], {{.*}}) threads([[TX:%[a-z0-9]+]], {{.*}}) in ({{%[a-z0-9]+}} = [[C128]],
-// CHECK-NEXT:        [[BASE:%[0-9]+]] = arith.muli [[BX]], [[C128]]
-// CHECK-NEXT:        [[ID:%[0-9]+]] = arith.addi [[BASE]], [[TX]]
-// CHECK-NEXT:        [[IN:%[0-9]+]] = arith.cmpi ult, [[ID]], [[TOTAL]]
-// CHECK-NEXT:        scf.if [[IN]] {
-// CHECK-NEXT:          arith.remui [[ID]]
-// CHECK:               arith.divui [[ID]]
-// CHECK:               memref.load
-// CHECK-NEXT:          math.exp
-// CHECK-NEXT:          memref.store
-// CHECK:             gpu.terminator
+// CHECK-DAG:     [[TOTAL:%c6400[_0-9]*]] = arith.constant 6400 : index
+// CHECK-DAG:     [[C128:%c128[_0-9]*]] = arith.constant 128 : index
+// CHECK-DAG:     [[BLOCKS:%c50[_0-9]*]] = arith.constant 50 : index
+// CHECK-NOT:     scf.if
+// CHECK:         gpu.launch blocks([[BX:%[a-z0-9]+]], {{.*}}) in ({{%[a-z0-9]+}} = [[BLOCKS]], {{.*}}) threads([[TX:%[a-z0-9]+]], {{.*}}) in ({{%[a-z0-9]+}} = [[C128]],
+// CHECK-NEXT:      [[BASE:%[0-9]+]] = arith.muli [[BX]], [[C128]]
+// CHECK-NEXT:      [[ID:%[0-9]+]] = arith.addi [[BASE]], [[TX]]
+// CHECK-NEXT:      [[IN:%[0-9]+]] = arith.cmpi ult, [[ID]], [[TOTAL]]
+// CHECK-NEXT:      scf.if [[IN]] {
+// CHECK-NEXT:        arith.remui [[ID]]
+// CHECK:             arith.divui [[ID]]
+// CHECK:             memref.load
+// CHECK-NEXT:        math.exp
+// CHECK-NEXT:        memref.store
+// CHECK:           gpu.terminator
 // CHECK-NOT:     scf.parallel
 func.func @parallel(%a: memref<64x100xf32>, %b: memref<64x100xf32>) {
   %c0 = arith.constant 0 : index
@@ -31,6 +30,29 @@ func.func @parallel(%a: memref<64x100xf32>, %b: memref<64x100xf32>) {
     %x = memref.load %a[%i, %j] : memref<64x100xf32>
     %y = math.exp %x : f32
     memref.store %y, %b[%i, %j] : memref<64x100xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Dynamic bounds: the grid is computed, and an empty space launches nothing.
+// CHECK-LABEL: func.func @dynamic
+// CHECK:         [[TOTAL:%[0-9]+]] = arith.muli
+// CHECK-NEXT:    [[C128:%c128[_0-9]*]] = arith.constant 128 : index
+// CHECK-NEXT:    [[BLOCKS:%[0-9]+]] = arith.ceildivui [[TOTAL]], [[C128]]
+// CHECK:         [[ANY:%[0-9]+]] = arith.cmpi ugt, [[TOTAL]]
+// CHECK-NEXT:    scf.if [[ANY]] {
+// CHECK:           gpu.launch blocks({{.*}}) in ({{%[a-z0-9]+}} = [[BLOCKS]], {{.*}}) threads({{.*}}) in ({{%[a-z0-9]+}} = [[C128]],
+func.func @dynamic(%a: memref<?x100xf32>, %b: memref<?x100xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c100 = arith.constant 100 : index
+  %n = memref.dim %a, %c0 : memref<?x100xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c100) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<?x100xf32>
+    memref.store %x, %b[%i, %j] : memref<?x100xf32>
     scf.reduce
   }
   return

@@ -154,6 +154,54 @@ def WeftGpuTiledTransposes : Pass<"weft-gpu-tiled-transposes", "::mlir::func::Fu
   ];
 }
 
+def WeftGpuMergeLaunches : Pass<"weft-gpu-merge-launches", "::mlir::ModuleOp"> {
+  let summary = "Run independent kernels of host code in one launch";
+  let description = [{
+    A launch costs a few microseconds whatever it does, and an optimizer
+    step or a gradient norm is a hundred small kernels that do not depend on
+    one another. Between two ops of host code with other effects on memory
+    (library calls, copies, deallocations, control flow), each `gpu.launch`
+    is placed in the first wave after every launch it depends on: one that
+    writes bytes it reads or writes, or reads bytes it writes. The launches
+    of a wave with one-dimensional grids of one block size are merged while
+    their parameters fit in `max-parameter-bytes` (CUDA's classic limit is
+    4 KB; a memref is passed as its descriptor): the merged grid holds the
+    parts' blocks one after another, and each block finds its part by a
+    binary search of its id over the parts' first blocks (kept in
+    `weft.block_segments` for the kernel report), so one block runs one
+    part's code and barriers stay uniform. Parts share the workgroup
+    buffers of one type.
+
+    Buffers may alias where their views reach the same allocation, global
+    or function argument at overlapping bytes (static views are compared by
+    their byte ranges, others conservatively). A public function's
+    arguments are distinct buffers, as the runtime allocates them; a
+    private function's two arguments may alias where a call passes buffers
+    that may.
+
+    ```mlir
+    gpu.launch blocks(%b, ...) in (%g = %c4, ...) threads(%t, ...) in (%s = %c256, ...) {
+      ... // writes %x
+    }
+    gpu.launch blocks(%b, ...) in (%g = %c2, ...) threads(%t, ...) in (%s = %c256, ...) {
+      ... // writes %y
+    }
+    // becomes
+    gpu.launch blocks(%b, ...) in (%g = %c6, ...) threads(%t, ...) in (%s = %c256, ...) {
+      scf.if %b < 4 { ... first kernel, block %b } else { ... second, block %b - 4 }
+    } {weft.block_segments = array<i64: 0, 4>}
+    ```
+  }];
+  let options = [
+    Option<"maxParameterBytes", "max-parameter-bytes", "int64_t",
+           /*default=*/"4096", "Bytes of parameters one merged launch may take">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def WeftGpuDeviceMemory : Pass<"weft-gpu-device-memory", "::mlir::ModuleOp"> {
   let summary = "Put the buffers of host code in device memory";
   let description = [{

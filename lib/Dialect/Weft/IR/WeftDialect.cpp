@@ -64,6 +64,16 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be an integer";
     return success();
   }
+  if (name == kBlockSegmentsAttrName) {
+    auto starts = llvm::dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (op->getName().getStringRef() != "gpu.launch" || !starts ||
+        starts.empty() || starts[0] != 0 ||
+        !llvm::is_sorted(starts.asArrayRef()))
+      return op->emitError() << "'" << name
+                             << "' must be an ascending i64 array starting "
+                                "at 0 on a gpu.launch";
+    return success();
+  }
   if (name == kOutputsAttrName) {
     auto func = dyn_cast<FunctionOpInterface>(op);
     auto names = llvm::dyn_cast<ArrayAttr>(attr.getValue());

@@ -575,11 +575,14 @@ struct WeftDeriveTrainStepPass
 
     // Global gradient norm; clipping scales every gradient by
     // min(1, clip / (norm + 1e-6)).
-    Value squares;
-    for (Value g : grads) {
-      Value sq = s.sumAll(s.mul(g, g));
-      squares = squares ? s.add(squares, sq) : sq;
-    }
+    // Every tensor's sum first, then their total: the sums do not depend on
+    // one another, so a GPU runs them side by side (weft-gpu-merge-launches).
+    SmallVector<Value> tensorSquares;
+    for (Value g : grads)
+      tensorSquares.push_back(s.sumAll(s.mul(g, g)));
+    Value squares = tensorSquares.front();
+    for (Value sq : ArrayRef<Value>(tensorSquares).drop_front())
+      squares = s.add(squares, sq);
     Value norm = SqrtOp::create(sb, main.getLoc(), squares);
     Value clipScale;
     if (clipNorm > 0)

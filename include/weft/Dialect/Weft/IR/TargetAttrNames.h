@@ -20,6 +20,11 @@ inline constexpr llvm::StringLiteral kKernelReportAttrName =
 /// On a `gpu.launch` or a library call: its place in the kernel report (an
 /// integer), by which the emulation counts its bytes.
 inline constexpr llvm::StringLiteral kLaunchIdAttrName = "weft.launch_id";
+/// On a `gpu.launch` that runs several kernels (weft-gpu-merge-launches): the
+/// first block of each, in order (a dense i64 array starting at 0). Each
+/// block runs one kernel, picked by its id.
+inline constexpr llvm::StringLiteral kBlockSegmentsAttrName =
+    "weft.block_segments";
 /// On a `weft.attention` or `weft.attention_grad`: the runtime function it
 /// bufferizes into, a fused kernel (weft-attention-to-library; a symbol).
 inline constexpr llvm::StringLiteral kLibraryCallAttrName = "weft.library_call";
