@@ -171,6 +171,25 @@ Widened widen(int64_t rank, void *descriptor) {
   return wide;
 }
 
+/// Rounds `wide` (as widen made it of the bf16 view `descriptor`) back into
+/// that view, to nearest even.
+void narrowInto(const Widened &wide, int64_t rank, void *descriptor) {
+  View narrow = viewOf(rank, descriptor);
+  auto *bits = reinterpret_cast<uint16_t *>(narrow.aligned);
+  auto elements = int64_t(wide.data.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t e = 0; e < elements; ++e) {
+    int64_t target = narrow.offset, rest = e;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (narrow.strides[d] == 0)
+        continue;
+      target += (rest % narrow.sizes[d]) * narrow.strides[d];
+      rest /= narrow.sizes[d];
+    }
+    bits[target] = weft::runtime::floatToBf16(wide.data[e]);
+  }
+}
+
 } // namespace
 
 extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
@@ -187,6 +206,18 @@ extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                int64_t accumulate) {
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
   gemm(a.view, b.view, viewOf(rankC, descC), rankC, accumulate != 0);
+}
+
+/// bf16 inputs accumulated in f32 and rounded once into a bf16 c (a GEMM
+/// that writes its inputs' type, as cuBLAS does with a bf16 c): c widened
+/// where the product adds to it, the f32 GEMM, then c rounded.
+extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
+                                    void *descB, int64_t rankC, void *descC,
+                                    int64_t accumulate) {
+  Widened a = widen(rankA, descA), b = widen(rankB, descB);
+  Widened c = widen(rankC, descC);
+  gemm(a.view, b.view, c.view, rankC, accumulate != 0);
+  narrowInto(c, rankC, descC);
 }
 
 extern "C" char *openblas_get_corename(void);

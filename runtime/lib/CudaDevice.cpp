@@ -294,7 +294,9 @@ namespace {
 /// The input types of a GEMM of weft-contractions-to-blas: f32 through
 /// cublasSgemmStridedBatched, or bf16 through cublasGemmStridedBatchedEx
 /// on tensor cores, accumulating in f32; c is f32 either way.
-enum class GemmInputs { F32, BF16 };
+/// The GEMMs weft-contractions-to-blas calls: f32; bf16 inputs into an f32
+/// c; bf16 inputs into a bf16 c (f32 accumulation, rounded once).
+enum class GemmInputs { F32, BF16, BF16ToBF16 };
 
 /// c (+)= a * b on strided views [batch..., rows, cols] whose matrices cuBLAS
 /// reads (the compiler calls only for those, weft::runtime::
@@ -310,6 +312,7 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
        b = weft::runtime::viewOf(rankB, descB),
        c = weft::runtime::viewOf(rankC, descC);
   int64_t inputBytes = inputs == GemmInputs::F32 ? 4 : 2;
+  int64_t outputBytes = inputs == GemmInputs::BF16ToBF16 ? 2 : 4;
   int64_t batchRank = rankC - 2;
   int64_t m = c.sizes[batchRank], n = c.sizes[batchRank + 1],
           k = a.sizes[batchRank + 1];
@@ -348,18 +351,19 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
   const float *beta = accumulate ? &one : &zero;
   auto gemm = [&](bool transA, bool transB, int64_t rows, int64_t cols,
                   const char *x, int64_t ldx, int64_t strideX, const char *y,
-                  int64_t ldy, int64_t strideY, float *z, int64_t ldz) {
+                  int64_t ldy, int64_t strideY, char *z, int64_t ldz) {
     int opA = transA ? kTranspose : kNoTranspose,
         opB = transB ? kTranspose : kNoTranspose;
     if (inputs == GemmInputs::F32)
       return cublas.sgemmStridedBatched(
           cublas.handle, opA, opB, rows, cols, k, &one,
           reinterpret_cast<const float *>(x), ldx, strideX,
-          reinterpret_cast<const float *>(y), ldy, strideY, beta, z, ldz,
-          strideC, count);
+          reinterpret_cast<const float *>(y), ldy, strideY, beta,
+          reinterpret_cast<float *>(z), ldz, strideC, count);
     return cublas.gemmStridedBatchedEx(
         cublas.handle, opA, opB, rows, cols, k, &one, x, kR16BF, ldx, strideX,
-        y, kR16BF, ldy, strideY, beta, z, kR32F, ldz, strideC, count,
+        y, kR16BF, ldy, strideY, beta, z,
+        inputs == GemmInputs::BF16ToBF16 ? kR16BF : kR32F, ldz, strideC, count,
         kCompute32F, kDefaultAlgo);
   };
   for (int64_t index = 0; index < outer; ++index) {
@@ -375,7 +379,7 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
         reinterpret_cast<const char *>(a.aligned) + offsetA * inputBytes;
     const char *pb =
         reinterpret_cast<const char *>(b.aligned) + offsetB * inputBytes;
-    float *pc = c.aligned + offsetC;
+    char *pc = reinterpret_cast<char *>(c.aligned) + offsetC * outputBytes;
     int status = lc->transposed
                      ? gemm(!lb->transposed, !la->transposed, n, m, pb, lb->ld,
                             strideB, pa, la->ld, strideA, pc, lc->ld)
@@ -386,7 +390,9 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
               "error: CUDA: %s (%lld x %lld x %lld, %lld batches) failed "
               "with status %d\n",
               inputs == GemmInputs::F32 ? "cublasSgemmStridedBatched"
-                                        : "cublasGemmStridedBatchedEx (bf16)",
+              : inputs == GemmInputs::BF16
+                  ? "cublasGemmStridedBatchedEx (bf16)"
+                  : "cublasGemmStridedBatchedEx (bf16 into bf16)",
               (long long)m, (long long)n, (long long)k, (long long)count,
               status);
       std::_Exit(1);
@@ -398,8 +404,8 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
 
 } // namespace
 
-/// weft-contractions-to-blas's GEMMs on the GPU: f32, and bf16 inputs
-/// accumulated in f32.
+/// weft-contractions-to-blas's GEMMs on the GPU: f32, bf16 inputs
+/// accumulated in f32, and the same rounded into a bf16 c.
 extern "C" void weft_cuda_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                                    void *descB, int64_t rankC, void *descC,
                                    int64_t accumulate) {
@@ -411,6 +417,14 @@ extern "C" void weft_cuda_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
                                     int64_t accumulate) {
   cudaGemm(GemmInputs::BF16, rankA, descA, rankB, descB, rankC, descC,
+           accumulate != 0);
+}
+
+extern "C" void weft_cuda_gemm_bf16_bf16(int64_t rankA, void *descA,
+                                         int64_t rankB, void *descB,
+                                         int64_t rankC, void *descC,
+                                         int64_t accumulate) {
+  cudaGemm(GemmInputs::BF16ToBF16, rankA, descA, rankB, descB, rankC, descC,
            accumulate != 0);
 }
 

@@ -22,6 +22,9 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
 extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                void *descB, int64_t rankC, void *descC,
                                int64_t accumulate);
+extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
+                                    void *descB, int64_t rankC, void *descC,
+                                    int64_t accumulate);
 
 namespace {
 
@@ -57,15 +60,16 @@ void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
 }
 
 /// The checks a GPU would fail without, for `a` and `b` of `inputBytes`
-/// bytes an element and `c` of f32.
-void checkGemm(int64_t inputBytes, int64_t rankA, void *descA, int64_t rankB,
-               void *descB, int64_t rankC, void *descC, int64_t accumulate) {
+/// bytes an element and `c` of `outputBytes`.
+void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
+               void *descA, int64_t rankB, void *descB, int64_t rankC,
+               void *descC, int64_t accumulate) {
   checkGemmOperand("a", rankA, descA, inputBytes, /*isWrite=*/false);
   checkGemmOperand("b", rankB, descB, inputBytes, /*isWrite=*/false);
   // c += a * b reads c as well; c = a * b (beta = 0) does not.
   if (accumulate)
-    checkGemmOperand("c", rankC, descC, 4, /*isWrite=*/false);
-  checkGemmOperand("c", rankC, descC, 4, /*isWrite=*/true);
+    checkGemmOperand("c", rankC, descC, outputBytes, /*isWrite=*/false);
+  checkGemmOperand("c", rankC, descC, outputBytes, /*isWrite=*/true);
 }
 
 } // namespace
@@ -76,7 +80,7 @@ extern "C" void weft_emulated_gemm_f32(int64_t rankA, void *descA,
                                        int64_t rankB, void *descB,
                                        int64_t rankC, void *descC,
                                        int64_t accumulate) {
-  checkGemm(4, rankA, descA, rankB, descB, rankC, descC, accumulate);
+  checkGemm(4, 4, rankA, descA, rankB, descB, rankC, descC, accumulate);
   weft_gemm_f32(rankA, descA, rankB, descB, rankC, descC, accumulate);
 }
 
@@ -84,6 +88,14 @@ extern "C" void weft_emulated_gemm_bf16(int64_t rankA, void *descA,
                                         int64_t rankB, void *descB,
                                         int64_t rankC, void *descC,
                                         int64_t accumulate) {
-  checkGemm(2, rankA, descA, rankB, descB, rankC, descC, accumulate);
+  checkGemm(2, 4, rankA, descA, rankB, descB, rankC, descC, accumulate);
   weft_gemm_bf16(rankA, descA, rankB, descB, rankC, descC, accumulate);
+}
+
+extern "C" void weft_emulated_gemm_bf16_bf16(int64_t rankA, void *descA,
+                                             int64_t rankB, void *descB,
+                                             int64_t rankC, void *descC,
+                                             int64_t accumulate) {
+  checkGemm(2, 2, rankA, descA, rankB, descB, rankC, descC, accumulate);
+  weft_gemm_bf16_bf16(rankA, descA, rankB, descB, rankC, descC, accumulate);
 }

@@ -1,5 +1,6 @@
 //===- BlasContractions.cpp - GEMMs to BLAS, polynomial math --------------===//
 
+#include "weft/Lowering/BufferAliases.h"
 #include "weft/Lowering/BufferFills.h"
 #include "weft/Lowering/Contractions.h"
 #include "weft/Target/CPU/Passes.h"
@@ -8,6 +9,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace weft {
@@ -59,6 +62,238 @@ bool readsAsColumnMajor(MemRefType type) {
       .has_value();
 }
 
+/// The buffer a view shows: views followed up to a planned buffer (a view
+/// of the arena), an allocation or an argument.
+Value bufferOf(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>()) {
+    if (isa<memref::ViewOp>(view))
+      break;
+    memref = view.getViewSource();
+  }
+  return memref;
+}
+
+/// Whether `op` (or an op in it) reads or writes bytes of `buffer`. After
+/// weft-plan-buffers, buffers whose lives do not overlap share bytes, and
+/// equal views of the arena are one value: bytes, not values, say which
+/// ops touch a buffer.
+bool touches(Operation *op, Value buffer) {
+  return op
+      ->walk([&](Operation *nested) {
+        if (isMemoryEffectFree(nested))
+          return WalkResult::advance();
+        for (Value operand : nested->getOperands())
+          if (isa<MemRefType>(operand.getType()) &&
+              weft::buffersMayAlias(operand, buffer))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Whether `op` writes the bytes of `buffer` it touches without reading
+/// them (a fill, or a linalg op whose body never reads them) or frees them.
+bool onlyOverwrites(Operation *op, Value buffer) {
+  if (isa<linalg::FillOp, memref::DeallocOp>(op))
+    return true;
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !linalgOp.hasPureBufferSemantics())
+    return false;
+  for (OpOperand &operand : op->getOpOperands())
+    if (isa<MemRefType>(operand.get().getType()) &&
+        weft::buffersMayAlias(operand.get(), buffer) &&
+        (!linalgOp.isDpsInit(&operand) ||
+         linalgOp.payloadUsesValueFromOperand(&operand)))
+      return false;
+  return true;
+}
+
+/// A contiguous row-major memref: element i of one is element i of another
+/// of the same size, whatever their shapes.
+bool isRowMajor(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  return type.getLayout().isIdentity() && type.hasStaticShape();
+}
+
+/// A bf16 GEMM's f32 temporary that only a rounding reads: the GEMM can
+/// write the rounded (bf16) buffer itself, as cuBLAS does with a bf16 c,
+/// and the f32 buffer and its passes over memory go. `producer`, the last
+/// op to touch c before the GEMM, initialized all of it (a zero fill, or
+/// an elementwise op such as a bias's broadcast, which then writes the
+/// bf16 buffer instead, rounded); `reader`, the first to touch it after,
+/// yields truncf(c) element for element into `rounded` (and may compute
+/// more from c, which it then reads widened from the bf16 buffer); the
+/// next op to touch c's bytes writes them without reading (c's life ended).
+struct RoundedResult {
+  Operation *producer;
+  linalg::GenericOp reader;
+  unsigned cInput, roundedOutput;
+  Value rounded;
+};
+
+std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm,
+                                                Value c) {
+  // A temporary: the runtime reads an argument after the call.
+  if (isa<BlockArgument>(bufferOf(c)) || !isRowMajor(c))
+    return std::nullopt;
+  Operation *producer = gemm->getPrevNode();
+  while (producer && !touches(producer, c))
+    producer = producer->getPrevNode();
+  Operation *next = gemm->getNextNode();
+  while (next && !touches(next, c))
+    next = next->getNextNode();
+  auto reader = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!producer || !reader || !reader.hasPureBufferSemantics() ||
+      reader.getNumReductionLoops() != 0)
+    return std::nullopt;
+  for (Operation *later = reader->getNextNode(); later;
+       later = later->getNextNode())
+    if (touches(later, c)) {
+      if (!onlyOverwrites(later, c))
+        return std::nullopt;
+      break;
+    }
+  // The producer writes all of c and reads nothing of it.
+  if (auto fill = dyn_cast<linalg::FillOp>(producer)) {
+    auto zero = dyn_cast<FloatAttr>(fillConstant(fill));
+    if (fill != constantFillBefore(gemm, c) || !zero ||
+        !zero.getValue().isZero())
+      return std::nullopt;
+  } else if (auto generic = dyn_cast<linalg::GenericOp>(producer)) {
+    if (!generic.hasPureBufferSemantics() || generic.getNumDpsInits() != 1 ||
+        generic.getDpsInits()[0] != c || generic.getNumReductionLoops() != 0 ||
+        !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+             .isPermutation() ||
+        generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)) ||
+        llvm::any_of(generic.getDpsInputs(), [&](Value input) {
+          return weft::buffersMayAlias(input, c);
+        }))
+      return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  // The reader reads all of c (through a reshape, maybe) and rounds it,
+  // element for element, into a row-major bf16 buffer of the same shape.
+  auto yield = cast<linalg::YieldOp>(reader.getBody()->getTerminator());
+  int64_t elements = cast<MemRefType>(c.getType()).getNumElements();
+  for (OpOperand *input : reader.getDpsInputOperands()) {
+    Value read = input->get();
+    if (bufferOf(read) != bufferOf(c) || !isRowMajor(read) ||
+        cast<MemRefType>(read.getType()).getNumElements() != elements)
+      continue;
+    AffineMap readMap = reader.getMatchingIndexingMap(input);
+    BlockArgument value = reader.getMatchingBlockArgument(input);
+    for (OpOperand &output : reader.getDpsInitsMutable()) {
+      unsigned index = output.getOperandNumber() - reader.getNumDpsInputs();
+      auto truncation =
+          yield.getOperand(index).getDefiningOp<arith::TruncFOp>();
+      auto type = cast<MemRefType>(output.get().getType());
+      if (!truncation || truncation.getIn() != value ||
+          !truncation.getType().isBF16() || !isRowMajor(output.get()) ||
+          type.getShape() != cast<MemRefType>(read.getType()).getShape() ||
+          reader.getMatchingIndexingMap(&output) != readMap ||
+          !readMap.isPermutation() ||
+          reader.payloadUsesValueFromOperand(&output))
+        continue;
+      return RoundedResult{producer, reader, input->getOperandNumber(), index,
+                           output.get()};
+    }
+  }
+  return std::nullopt;
+}
+
+/// Whether the ops computing `value` after `before` (a view of the arena
+/// made where it is first used) are pure, so they can move above it.
+bool canHoist(Value value, Operation *before) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != before->getBlock() ||
+      def->isBeforeInBlock(before))
+    return true;
+  return def->getNumRegions() == 0 && isMemoryEffectFree(def) &&
+         llvm::all_of(def->getOperands(),
+                      [&](Value operand) { return canHoist(operand, before); });
+}
+
+void hoist(Value value, Operation *before) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != before->getBlock() ||
+      def->isBeforeInBlock(before))
+    return;
+  for (Value operand : def->getOperands())
+    hoist(operand, before);
+  def->moveBefore(before);
+}
+
+/// Whether an op from `from` up to (not including) `to` touches bytes of
+/// `buffer`: the rounded buffer is written from the producer on, where the
+/// plan may have let other buffers use its bytes.
+bool touchedBetween(Operation *from, Operation *to, Value buffer) {
+  for (Operation *op = from; op != to; op = op->getNextNode())
+    if (touches(op, buffer))
+      return true;
+  return false;
+}
+
+/// Makes `generic`, the only writer of its one output before the GEMM,
+/// write `target` (bf16) instead, each value rounded.
+void writeRounded(PatternRewriter &rewriter, linalg::GenericOp generic,
+                  Value target) {
+  rewriter.setInsertionPoint(generic);
+  auto replacement = linalg::GenericOp::create(
+      rewriter, generic.getLoc(), generic.getDpsInputs(), ValueRange{target},
+      generic.getIndexingMapsArray(), generic.getIteratorTypesArray());
+  rewriter.inlineRegionBefore(generic.getRegion(), replacement.getRegion(),
+                              replacement.getRegion().end());
+  Block &body = replacement.getRegion().front();
+  Type narrow = getElementTypeOrSelf(target.getType());
+  body.getArguments().back().setType(narrow);
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  rewriter.setInsertionPoint(yield);
+  Value rounded = arith::TruncFOp::create(rewriter, yield.getLoc(), narrow,
+                                          yield.getOperand(0));
+  rewriter.modifyOpInPlace(yield, [&] { yield->setOperand(0, rounded); });
+  rewriter.eraseOp(generic);
+}
+
+/// Makes the reader of a rounded result read the bf16 buffer (widened)
+/// instead of c, and no longer write the rounding; it goes when that was
+/// all it wrote.
+void readRounded(PatternRewriter &rewriter, const RoundedResult &match) {
+  linalg::GenericOp reader = match.reader;
+  if (reader.getNumDpsInits() == 1) {
+    rewriter.eraseOp(reader);
+    return;
+  }
+  SmallVector<Value> inputs = reader.getDpsInputs();
+  SmallVector<Value> outputs = reader.getDpsInits();
+  SmallVector<AffineMap> maps = reader.getIndexingMapsArray();
+  unsigned numInputs = inputs.size();
+  inputs[match.cInput] = match.rounded;
+  outputs.erase(outputs.begin() + match.roundedOutput);
+  maps.erase(maps.begin() + numInputs + match.roundedOutput);
+  rewriter.setInsertionPoint(reader);
+  auto replacement =
+      linalg::GenericOp::create(rewriter, reader.getLoc(), inputs, outputs,
+                                maps, reader.getIteratorTypesArray());
+  rewriter.inlineRegionBefore(reader.getRegion(), replacement.getRegion(),
+                              replacement.getRegion().end());
+  Block &body = replacement.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Operation *rounding = yield.getOperand(match.roundedOutput).getDefiningOp();
+  rewriter.modifyOpInPlace(yield,
+                           [&] { yield->eraseOperand(match.roundedOutput); });
+  if (rounding->use_empty())
+    rewriter.eraseOp(rounding);
+  body.eraseArgument(numInputs + match.roundedOutput);
+  BlockArgument value = body.getArgument(match.cInput);
+  Type wide = value.getType();
+  value.setType(getElementTypeOrSelf(match.rounded.getType()));
+  rewriter.setInsertionPointToStart(&body);
+  Value widened = arith::ExtFOp::create(rewriter, reader.getLoc(), wide, value);
+  rewriter.replaceAllUsesExcept(value, widened, widened.getDefiningOp());
+  rewriter.eraseOp(reader);
+}
+
 struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
   ContractionToBlas(MLIRContext *context, StringRef callee,
                     bool requireUnitStrides)
@@ -87,6 +322,10 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
         !(input.isF32() || input.isBF16()))
       return failure();
     std::string function = callee + (input.isF32() ? "_f32" : "_bf16");
+    Value cOperand = op.getDpsInits()[0];
+    std::optional<RoundedResult> rounded;
+    if (input.isBF16())
+      rounded = matchRoundedResult(op, cOperand);
     SmallVector<int64_t> loopSizes = op.getStaticLoopRanges();
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     unsigned aIndex = gemm->lhsIsA ? 0 : 1, bIndex = 1 - aIndex;
@@ -98,7 +337,6 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     };
     Value aOperand = op.getDpsInputs()[aIndex];
     Value bOperand = op.getDpsInputs()[bIndex];
-    Value cOperand = op.getDpsInits()[0];
     MemRefType aType = gemmViewType(aOperand, maps[aIndex],
                                     loops(gemm->m, gemm->k), loopSizes);
     MemRefType bType = gemmViewType(bOperand, maps[bIndex],
@@ -109,6 +347,18 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
         !llvm::all_of(ArrayRef<MemRefType>{aType, bType, cType},
                       readsAsColumnMajor))
       return failure();
+    if (rounded) {
+      // Row-major like c, the bf16 buffer is viewed as the GEMM views c.
+      auto roundedType = MemRefType::get(
+          cType.getShape(), getElementTypeOrSelf(rounded->rounded.getType()),
+          cType.getLayout());
+      if ((requireUnitStrides && !readsAsColumnMajor(roundedType)) ||
+          !canHoist(rounded->rounded, rounded->producer) ||
+          touchedBetween(rounded->producer, rounded->reader, rounded->rounded))
+        rounded.reset();
+      else
+        cType = roundedType;
+    }
     // c = a * b (beta = 0) where a zero fill of all of c comes right
     // before: the library writes c without reading it, and the fill goes.
     linalg::FillOp zeroFill;
@@ -119,9 +369,15 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
             zero && zero.getValue().isZero())
           zeroFill = fill;
     Location loc = op.getLoc();
+    if (rounded)
+      rewriter.modifyOpInPlace(
+          op, [&] { hoist(rounded->rounded, rounded->producer); });
     Value a = gemmView(rewriter, loc, aOperand, aType);
     Value b = gemmView(rewriter, loc, bOperand, bType);
-    Value c = gemmView(rewriter, loc, cOperand, cType);
+    Value c =
+        gemmView(rewriter, loc, rounded ? rounded->rounded : cOperand, cType);
+    if (rounded)
+      function += "_bf16";
     SmallVector<Value> args;
     SmallVector<Type> argTypes;
     for (Value v : {a, b, c}) {
@@ -143,6 +399,19 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     rewriter.eraseOp(op);
     if (zeroFill)
       rewriter.eraseOp(zeroFill);
+    if (rounded) {
+      if (auto producer = dyn_cast<linalg::GenericOp>(rounded->producer)) {
+        // The bf16 buffer in c's shape: both are row-major.
+        auto shape = cast<MemRefType>(cOperand.getType()).getShape();
+        rewriter.setInsertionPoint(producer);
+        Value target = gemmView(
+            rewriter, loc, rounded->rounded,
+            MemRefType::get(shape,
+                            getElementTypeOrSelf(rounded->rounded.getType())));
+        writeRounded(rewriter, producer, target);
+      }
+      readRounded(rewriter, *rounded);
+    }
     return success();
   }
 };

@@ -234,3 +234,150 @@ func.func @fill_kept(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16x
   }
   return
 }
+
+// -----
+
+// A bf16 GEMM's f32 temporary that only a rounding reads: the GEMM writes
+// the bf16 buffer itself (beta = 0 after the zero fill), and the fill, the
+// rounding and the f32 buffer's passes over memory go.
+// CHECK-LABEL: func.func @rounded_result
+// CHECK-NOT: linalg.fill
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64) -> ()
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+func.func @rounded_result(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %d: memref<8x16xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %wx = arith.extf %x : bf16 to f32
+    %wy = arith.extf %y : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%d : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.dealloc %c : memref<8x16xf32>
+  return
+}
+
+// -----
+
+// A bias broadcast into the f32 temporary: the broadcast writes the bf16
+// buffer instead (rounded) and the GEMM accumulates into it; the reader
+// also computes a square from c, which it now reads widened from the bf16
+// buffer.
+// CHECK-LABEL: func.func @rounded_bias
+// CHECK: linalg.generic {{.*}} ins(%arg2 : memref<16xf32>) outs(%arg3 : memref<8x16xbf16>)
+// CHECK:   arith.truncf
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: linalg.generic {{.*}} ins(%arg3 : memref<8x16xbf16>) outs(%arg4 : memref<8x16xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: bf16, %{{.*}}: f32):
+// CHECK-NEXT:   %[[WIDE:.*]] = arith.extf %[[IN]] : bf16 to f32
+// CHECK-NEXT:   %[[SQUARE:.*]] = arith.mulf %[[WIDE]], %[[WIDE]]
+// CHECK-NEXT:   linalg.yield %[[SQUARE]] : f32
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+#bias = affine_map<(i, j) -> (j)>
+func.func @rounded_bias(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %bias: memref<16xf32>, %d: memref<8x16xbf16>, %sq: memref<8x16xf32>) {
+  %c = memref.alloc() : memref<8x16xf32>
+  linalg.generic {indexing_maps = [#bias, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %wx = arith.extf %x : bf16 to f32
+    %wy = arith.extf %y : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%d, %sq : memref<8x16xbf16>, memref<8x16xf32>) {
+  ^bb0(%v: f32, %out: bf16, %out2: f32):
+    %r = arith.truncf %v : f32 to bf16
+    %s = arith.mulf %v, %v : f32
+    linalg.yield %r, %s : bf16, f32
+  }
+  return
+}
+
+// -----
+
+// Where the f32 result is an argument (the caller reads it), or where an
+// op between the fill and the rounding uses bytes of the arena the plan
+// also gave the bf16 buffer, the GEMM writes f32 and the rounding stays.
+// CHECK-LABEL: func.func @rounded_kept
+// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: linalg.generic
+// CHECK:   arith.truncf
+// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: linalg.generic
+// CHECK:   arith.truncf
+// CHECK-NOT: weft_gemm_bf16_bf16
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+func.func @rounded_kept(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8x16xf32>, %d: memref<8x16xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c512 = arith.constant 512 : index
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %wx = arith.extf %x : bf16 to f32
+    %wy = arith.extf %y : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%d : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  // The arena: the f32 temporary at bytes 0..511, the bf16 buffer at
+  // 512..767, which the GEMM's lhs (a copy) also uses before the rounding.
+  %arena = memref.alloc() : memref<1024xi8>
+  %t = memref.view %arena[%c0][] : memref<1024xi8> to memref<8x16xf32>
+  %lhs = memref.view %arena[%c512][] : memref<1024xi8> to memref<8x4xbf16>
+  %r16 = memref.view %arena[%c512][] : memref<1024xi8> to memref<8x16xbf16>
+  memref.copy %a, %lhs : memref<8x4xbf16> to memref<8x4xbf16>
+  linalg.fill ins(%zero : f32) outs(%t : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%lhs, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%t : memref<8x16xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %wx = arith.extf %x : bf16 to f32
+    %wy = arith.extf %y : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%t : memref<8x16xf32>) outs(%r16 : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.copy %r16, %d : memref<8x16xbf16> to memref<8x16xbf16>
+  return
+}

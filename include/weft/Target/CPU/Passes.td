@@ -39,6 +39,17 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     f32) calls `weft_gemm_bf16` instead: the callee is `callee` followed by
     the inputs' element type.
 
+    A bf16 product whose f32 `c` only a rounding reads writes the rounded
+    bf16 buffer itself (`weft_gemm_bf16_bf16`: f32 accumulation, one
+    rounding, as cuBLAS writes a bf16 `c`): the op that initialized `c`
+    before the GEMM (a zero fill: beta = 0; or an elementwise op such as a
+    bias's broadcast, which then writes the bf16 buffer, rounded) and the
+    op after it that yields `truncf(c)` into a bf16 buffer of `c`'s shape
+    are the only users of `c`; that op reads the bf16 buffer (widened)
+    for whatever else it computes from `c`, or goes. The f32 buffer and
+    its passes over memory go. Not where an op between the producer and
+    the rounding touches bytes the plan gave the bf16 buffer too.
+
     The CUDA target names its own `callee` (cuBLAS, or the emulation's
     checked CPU BLAS) and sets `require-unit-strides`: a GEMM becomes a call
     only when each operand's matrix has a contiguous dim
@@ -61,7 +72,7 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
   let options = [
     Option<"callee", "callee", "std::string", /*default=*/"\"weft_gemm\"",
            "The runtime's GEMM functions, without the suffix naming the "
-           "inputs' element type (_f32, _bf16)">,
+           "inputs' element type (_f32, _bf16, _bf16_bf16)">,
     Option<"requireUnitStrides", "require-unit-strides", "bool",
            /*default=*/"false",
            "Call only for operands a column-major GEMM library reads">
