@@ -529,9 +529,6 @@ int train(weft_model *model, void (*entry)(void **), World &world,
     if (weft_model_run(model, entry, error, sizeof(error)) < 0)
       return fail(rank, error);
     trace::record(trace::Kind::Step, traceStart, trace::now(), step, 0);
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
     float loss =
         *static_cast<float *>(weft_model_output(model, outputs["loss"]));
     float norm = outputs.count("grad_norm")
@@ -552,6 +549,11 @@ int train(weft_model *model, void (*entry)(void **), World &world,
     for (auto [out, target] : feedback)
       memcpy(weft_model_data(model, target), weft_model_output(model, out),
              weft_model_buffer(model, out)->local_bytes);
+    // The step's time includes the new parameters and state taking the old
+    // ones' place, as an in-place optimizer's does.
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     // Only a run given a directory saves (a trace needs the communicator
     // too, not a checkpoint).
     bool saves = !options.checkpointDir.empty() &&

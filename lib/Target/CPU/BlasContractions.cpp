@@ -4,14 +4,18 @@
 #include "weft/Lowering/BufferFills.h"
 #include "weft/Lowering/Contractions.h"
 #include "weft/Target/CPU/Passes.h"
+#include "weft/runtime/Contract.h"
 #include "weft/runtime/GemmLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTCONTRACTIONSTOBLAS
@@ -73,6 +77,14 @@ Value bufferOf(Value memref) {
   return memref;
 }
 
+/// The ranked memref an unranked call argument casts.
+Value rankedArgument(Value memref) {
+  if (isa<UnrankedMemRefType>(memref.getType()))
+    if (auto cast = memref.getDefiningOp<memref::CastOp>())
+      return cast.getSource();
+  return memref;
+}
+
 /// Whether `op` (or an op in it) reads or writes bytes of `buffer`. After
 /// weft-plan-buffers, buffers whose lives do not overlap share bytes, and
 /// equal views of the arena are one value: bytes, not values, say which
@@ -82,20 +94,78 @@ bool touches(Operation *op, Value buffer) {
       ->walk([&](Operation *nested) {
         if (isMemoryEffectFree(nested))
           return WalkResult::advance();
-        for (Value operand : nested->getOperands())
-          if (isa<MemRefType>(operand.getType()) &&
-              weft::buffersMayAlias(operand, buffer))
+        for (Value operand : nested->getOperands()) {
+          if (!isa<BaseMemRefType>(operand.getType()))
+            continue;
+          Value ranked = rankedArgument(operand);
+          if (!isa<MemRefType>(ranked.getType()) ||
+              weft::buffersMayAlias(ranked, buffer))
             return WalkResult::interrupt();
+        }
         return WalkResult::advance();
       })
       .wasInterrupted();
 }
 
+/// Whether `use` only stores into its memref, itself or through views.
+bool onlyStores(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+      view && view.getViewSource() == use.get())
+    return llvm::all_of(user->getResults(), [](Value result) {
+      return llvm::all_of(result.getUses(), onlyStores);
+    });
+  auto store = dyn_cast<memref::StoreOp>(user);
+  return store && store.getMemRef() == use.get();
+}
+
 /// Whether `op` writes the bytes of `buffer` it touches without reading
 /// them (a fill, or a linalg op whose body never reads them) or frees them.
-bool onlyOverwrites(Operation *op, Value buffer) {
+bool onlyOverwrites(Operation *op, Value buffer, StringRef gemmCallee) {
   if (isa<linalg::FillOp, memref::DeallocOp>(op))
     return true;
+  // A GEMM this pass made, c = a * b (beta = 0): a, b, c, accumulate.
+  if (auto call = dyn_cast<func::CallOp>(op);
+      call && call.getCallee().starts_with(gemmCallee) &&
+      call.getNumOperands() == 4) {
+    std::optional<int64_t> accumulate = getConstantIntValue(call.getOperand(3));
+    auto aliases = [&](Value operand) {
+      Value ranked = rankedArgument(operand);
+      return !isa<MemRefType>(ranked.getType()) ||
+             weft::buffersMayAlias(ranked, buffer);
+    };
+    return accumulate == 0 && !aliases(call.getOperand(0)) &&
+           !aliases(call.getOperand(1));
+  }
+  // A fused attention's outputs (weft/runtime/Contract.h).
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    StringRef callee = call.getCallee();
+    bool forward = callee.contains(weft::runtime::kAttentionForwardSuffix);
+    if (!forward && !callee.contains(weft::runtime::kAttentionBackwardSuffix))
+      return false;
+    for (auto [index, operand] : llvm::enumerate(call.getOperands()))
+      if (isa<BaseMemRefType>(operand.getType()) &&
+          !weft::runtime::attentionOverwrites(!forward, index)) {
+        Value ranked = rankedArgument(operand);
+        if (!isa<MemRefType>(ranked.getType()) ||
+            weft::buffersMayAlias(ranked, buffer))
+          return false;
+      }
+    return true;
+  }
+  // A loop nest (a row kernel) that only stores into the buffers it
+  // captures that share bytes with `buffer`.
+  if (isa<scf::ForallOp, scf::ParallelOp, scf::ForOp>(op)) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    return llvm::all_of(captured, [&](Value value) {
+      return !isa<MemRefType>(value.getType()) ||
+             !weft::buffersMayAlias(value, buffer) ||
+             llvm::all_of(value.getUses(), [&](OpOperand &use) {
+               return !op->isProperAncestor(use.getOwner()) || onlyStores(use);
+             });
+    });
+  }
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   if (!linalgOp || !linalgOp.hasPureBufferSemantics())
     return false;
@@ -124,15 +194,32 @@ bool isRowMajor(Value memref) {
 /// yields truncf(c) element for element into `rounded` (and may compute
 /// more from c, which it then reads widened from the bf16 buffer); the
 /// next op to touch c's bytes writes them without reading (c's life ended).
+///
+/// Or, where the reader uses c only rounded (truncf to bf16, as a head
+/// view's transpose does) but writes no element-for-element copy: the GEMM
+/// writes bf16 into the first half of c's own bytes (`inPlace`), and the
+/// reader reads them as they are. Both are exact: the rounding happens
+/// once, where it happened before.
 struct RoundedResult {
   Operation *producer;
   linalg::GenericOp reader;
   unsigned cInput, roundedOutput;
   Value rounded;
+  bool inPlace = false;
 };
 
-std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm,
-                                                Value c) {
+/// Whether every use of `value` rounds it to bf16.
+bool onlyRounded(BlockArgument value) {
+  return !value.use_empty() &&
+         llvm::all_of(value.getUsers(), [](Operation *user) {
+           auto truncation = dyn_cast<arith::TruncFOp>(user);
+           return truncation && truncation.getType().isBF16();
+         });
+}
+
+std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm, Value c,
+                                                bool inPlaceOnly,
+                                                StringRef gemmCallee) {
   // A temporary: the runtime reads an argument after the call.
   if (isa<BlockArgument>(bufferOf(c)) || !isRowMajor(c))
     return std::nullopt;
@@ -149,7 +236,7 @@ std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm,
   for (Operation *later = reader->getNextNode(); later;
        later = later->getNextNode())
     if (touches(later, c)) {
-      if (!onlyOverwrites(later, c))
+      if (!onlyOverwrites(later, c, gemmCallee))
         return std::nullopt;
       break;
     }
@@ -178,7 +265,7 @@ std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm,
   int64_t elements = cast<MemRefType>(c.getType()).getNumElements();
   for (OpOperand *input : reader.getDpsInputOperands()) {
     Value read = input->get();
-    if (bufferOf(read) != bufferOf(c) || !isRowMajor(read) ||
+    if (inPlaceOnly || bufferOf(read) != bufferOf(c) || !isRowMajor(read) ||
         cast<MemRefType>(read.getType()).getNumElements() != elements)
       continue;
     AffineMap readMap = reader.getMatchingIndexingMap(input);
@@ -198,6 +285,23 @@ std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm,
       return RoundedResult{producer, reader, input->getOperandNumber(), index,
                            output.get()};
     }
+  }
+  // In place: c is a view of the arena that the reader reads once, only to
+  // round it, and whose bytes nothing else the reader touches.
+  if (!c.getDefiningOp<memref::ViewOp>())
+    return std::nullopt;
+  for (OpOperand *input : reader.getDpsInputOperands()) {
+    Value read = input->get();
+    if (bufferOf(read) != bufferOf(c) || !isRowMajor(read) ||
+        cast<MemRefType>(read.getType()).getNumElements() != elements ||
+        !onlyRounded(reader.getMatchingBlockArgument(input)))
+      continue;
+    for (OpOperand &other : reader->getOpOperands())
+      if (&other != input && isa<MemRefType>(other.get().getType()) &&
+          weft::buffersMayAlias(other.get(), c))
+        return std::nullopt;
+    return RoundedResult{producer, reader,  input->getOperandNumber(),
+                         0,        Value(), /*inPlace=*/true};
   }
   return std::nullopt;
 }
@@ -294,6 +398,30 @@ void readRounded(PatternRewriter &rewriter, const RoundedResult &match) {
   rewriter.eraseOp(reader);
 }
 
+/// Makes the reader of an in-place rounded result read c's bytes as the
+/// bf16 the GEMM wrote, in the shape it read c, without rounding again.
+void readInPlace(PatternRewriter &rewriter, const RoundedResult &match,
+                 Value c) {
+  linalg::GenericOp reader = match.reader;
+  auto view = c.getDefiningOp<memref::ViewOp>();
+  Value read = reader->getOperand(match.cInput);
+  rewriter.setInsertionPoint(reader);
+  Value narrow = memref::ViewOp::create(
+      rewriter, reader.getLoc(),
+      MemRefType::get(cast<MemRefType>(read.getType()).getShape(),
+                      rewriter.getBF16Type()),
+      view.getSource(), view.getByteShift(), view.getSizes());
+  rewriter.modifyOpInPlace(reader, [&] {
+    reader->setOperand(match.cInput, narrow);
+    BlockArgument value = reader.getBody()->getArgument(match.cInput);
+    value.setType(rewriter.getBF16Type());
+    for (Operation *truncation : llvm::make_early_inc_range(value.getUsers())) {
+      truncation->getResult(0).replaceAllUsesWith(value);
+      truncation->erase();
+    }
+  });
+}
+
 struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
   ContractionToBlas(MLIRContext *context, StringRef callee,
                     bool requireUnitStrides)
@@ -325,7 +453,7 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     Value cOperand = op.getDpsInits()[0];
     std::optional<RoundedResult> rounded;
     if (input.isBF16())
-      rounded = matchRoundedResult(op, cOperand);
+      rounded = matchRoundedResult(op, cOperand, /*inPlaceOnly=*/false, callee);
     SmallVector<int64_t> loopSizes = op.getStaticLoopRanges();
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     unsigned aIndex = gemm->lhsIsA ? 0 : 1, bIndex = 1 - aIndex;
@@ -347,7 +475,7 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
         !llvm::all_of(ArrayRef<MemRefType>{aType, bType, cType},
                       readsAsColumnMajor))
       return failure();
-    if (rounded) {
+    if (rounded && !rounded->inPlace) {
       // Row-major like c, the bf16 buffer is viewed as the GEMM views c.
       auto roundedType = MemRefType::get(
           cType.getShape(), getElementTypeOrSelf(rounded->rounded.getType()),
@@ -359,6 +487,23 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       else
         cType = roundedType;
     }
+    // The rounded buffer's bytes are busy before the reader: c's own bytes
+    // hold the bf16 result, which the reader then copies.
+    if (!rounded && input.isBF16())
+      rounded = matchRoundedResult(op, cOperand, /*inPlaceOnly=*/true, callee);
+    if (rounded && rounded->inPlace) {
+      // c's first bytes, as bf16 in c's shape.
+      auto view = cOperand.getDefiningOp<memref::ViewOp>();
+      rewriter.setInsertionPointAfter(view);
+      rounded->rounded = memref::ViewOp::create(
+          rewriter, view.getLoc(),
+          MemRefType::get(cast<MemRefType>(cOperand.getType()).getShape(),
+                          rewriter.getBF16Type()),
+          view.getSource(), view.getByteShift(), view.getSizes());
+      rewriter.setInsertionPoint(op);
+      cType = MemRefType::get(cType.getShape(), rewriter.getBF16Type(),
+                              cType.getLayout());
+    }
     // c = a * b (beta = 0) where a zero fill of all of c comes right
     // before: the library writes c without reading it, and the fill goes.
     linalg::FillOp zeroFill;
@@ -369,7 +514,7 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
             zero && zero.getValue().isZero())
           zeroFill = fill;
     Location loc = op.getLoc();
-    if (rounded)
+    if (rounded && !rounded->inPlace)
       rewriter.modifyOpInPlace(
           op, [&] { hoist(rounded->rounded, rounded->producer); });
     Value a = gemmView(rewriter, loc, aOperand, aType);
@@ -410,14 +555,18 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
                             getElementTypeOrSelf(rounded->rounded.getType())));
         writeRounded(rewriter, producer, target);
       }
-      readRounded(rewriter, *rounded);
+      if (rounded->inPlace)
+        readInPlace(rewriter, *rounded, cOperand);
+      else
+        readRounded(rewriter, *rounded);
     }
     return success();
   }
 };
 
 struct WeftContractionsToBlasPass
-    : public weft::impl::WeftContractionsToBlasBase<WeftContractionsToBlasPass> {
+    : public weft::impl::WeftContractionsToBlasBase<
+          WeftContractionsToBlasPass> {
   using WeftContractionsToBlasBase::WeftContractionsToBlasBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
@@ -431,13 +580,12 @@ struct WeftApproximateMathPass
     : public weft::impl::WeftApproximateMathBase<WeftApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) {
-          return name == math::ErfOp::getOperationName() ||
-                 name == math::TanhOp::getOperationName() ||
-                 name == math::ExpOp::getOperationName() ||
-                 name == math::LogOp::getOperationName();
-        });
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      return name == math::ErfOp::getOperationName() ||
+             name == math::TanhOp::getOperationName() ||
+             name == math::ExpOp::getOperationName() ||
+             name == math::LogOp::getOperationName();
+    });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

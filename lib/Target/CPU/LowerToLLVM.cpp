@@ -35,14 +35,14 @@ void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Allocations go through the runtime's caching allocator
   // (use-generic-functions), so repeated runs reuse their buffers.
   std::string pipeline = bufferizedLinalgPipeline(options);
-  pipeline +=
-      "weft-contractions-to-blas,weft-strided-copies-to-loops,"
-      // Parallel dims become OpenMP work-sharing loops; reductions stay
-      // sequential inside them.
-      "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel),"
-      "weft-serialize-inner-loop,"
-      "convert-scf-to-openmp," +
-      hostLoopsToLLVMPipeline(/*openMP=*/true);
+  pipeline += "weft-contractions-to-blas,weft-strided-copies-to-loops,"
+              // Parallel dims become OpenMP work-sharing loops; reductions stay
+              // sequential inside them.
+              "func.func(weft-tile-column-reductions,"
+              "convert-linalg-to-parallel-loops,scf-forall-to-parallel),"
+              "weft-serialize-inner-loop,"
+              "convert-scf-to-openmp," +
+              hostLoopsToLLVMPipeline(/*openMP=*/true);
   std::string error;
   llvm::raw_string_ostream os(error);
   if (failed(parsePassPipeline(pipeline, pm, os)))

@@ -320,17 +320,21 @@ func.func @rounded_bias(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %bias: memr
 
 // -----
 
-// Where the f32 result is an argument (the caller reads it), or where an
-// op between the fill and the rounding uses bytes of the arena the plan
-// also gave the bf16 buffer, the GEMM writes f32 and the rounding stays.
+// Where the f32 result is an argument (the caller reads it), the GEMM
+// writes f32 and the rounding stays. Where an op between the fill and the
+// rounding uses bytes of the arena the plan also gave the bf16 buffer
+// (the GEMM's lhs), the GEMM writes bf16 into the f32 buffer's own bytes
+// and the rounding becomes a copy of them.
 // CHECK-LABEL: func.func @rounded_kept
 // CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
 // CHECK: linalg.generic
 // CHECK:   arith.truncf
-// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
-// CHECK: linalg.generic
-// CHECK:   arith.truncf
-// CHECK-NOT: weft_gemm_bf16_bf16
+// CHECK: %[[OWN:.*]] = memref.view %[[ARENA:.*]][%c0][] : memref<1024xi8> to memref<8x16xbf16>
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: %[[READ:.*]] = memref.view %[[ARENA]][%c0][] : memref<1024xi8> to memref<8x16xbf16>
+// CHECK: linalg.generic {{.*}} ins(%[[READ]] : memref<8x16xbf16>) outs(%{{.*}} : memref<8x16xbf16>)
+// CHECK-NOT:   arith.truncf
+// CHECK: memref.copy
 #x = affine_map<(i, j, p) -> (i, p)>
 #w = affine_map<(i, j, p) -> (p, j)>
 #y = affine_map<(i, j, p) -> (i, j)>
@@ -379,5 +383,126 @@ func.func @rounded_kept(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<
     linalg.yield %r : bf16
   }
   memref.copy %r16, %d : memref<8x16xbf16> to memref<8x16xbf16>
+  return
+}
+
+// -----
+
+// A reader that only rounds c but moves its elements (a head view's
+// transpose): the GEMM writes bf16 into the first half of c's own bytes in
+// the arena, the bias broadcast writes them rounded, and the reader reads
+// them as they are (no truncf left): the rounding happens once, as before.
+// CHECK-LABEL: func.func @rounded_in_place
+// CHECK: %[[NARROW:.*]] = memref.view %[[ARENA:.*]][%[[AT:.*]]][] : memref<1024xi8> to memref<8x16xbf16>
+// CHECK: linalg.generic {{.*}} ins(%arg2 : memref<16xf32>) outs(%[[NARROW]] : memref<8x16xbf16>)
+// CHECK:   arith.truncf
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: %[[READ:.*]] = memref.view %[[ARENA]][%[[AT]]][] : memref<1024xi8> to memref<8x16xbf16>
+// CHECK: linalg.generic {{.*}} ins(%[[READ]] : memref<8x16xbf16>) outs(%arg3 : memref<16x8xbf16>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: bf16, %{{.*}}: bf16):
+// CHECK-NEXT:   linalg.yield %[[IN]] : bf16
+// CHECK-NOT: memref<8x16xf32>
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+#t = affine_map<(i, j) -> (j, i)>
+#bias = affine_map<(i, j) -> (j)>
+func.func @rounded_in_place(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %bias: memref<16xf32>, %d: memref<16x8xbf16>) {
+  %c512 = arith.constant 512 : index
+  %arena = memref.alloc() : memref<1024xi8>
+  %c = memref.view %arena[%c512][] : memref<1024xi8> to memref<8x16xf32>
+  linalg.generic {indexing_maps = [#bias, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %wx = arith.extf %x : bf16 to f32
+    %wy = arith.extf %y : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #t], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%d : memref<16x8xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.dealloc %arena : memref<1024xi8>
+  return
+}
+
+// -----
+
+// The f32 buffer's bytes after the rounding: a row kernel that only stores
+// into them (a buffer born there) ends its life, and the GEMM writes bf16;
+// one that loads from them might read the f32 result, and the GEMM writes
+// f32.
+// CHECK-LABEL: func.func @rounded_then_stored
+// CHECK: call @weft_gemm_bf16_bf16(
+// CHECK-LABEL: func.func @rounded_then_loaded
+// CHECK: call @weft_gemm_bf16(
+// CHECK: arith.truncf
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+func.func @rounded_then_stored(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %d: memref<8x16xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %arena = memref.alloc() : memref<1024xi8>
+  %c = memref.view %arena[%c0][] : memref<1024xi8> to memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %wx = arith.extf %x : bf16 to f32
+    %wy = arith.extf %y : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%d : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  %next = memref.view %arena[%c0][] : memref<1024xi8> to memref<8xf32>
+  scf.forall (%i) in (8) {
+    memref.store %zero, %next[%i] : memref<8xf32>
+  }
+  return
+}
+func.func @rounded_then_loaded(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %d: memref<8x16xbf16>, %copy: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %arena = memref.alloc() : memref<1024xi8>
+  %c = memref.view %arena[%c0][] : memref<1024xi8> to memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %wx = arith.extf %x : bf16 to f32
+    %wy = arith.extf %y : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%d : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  %next = memref.view %arena[%c0][] : memref<1024xi8> to memref<8xf32>
+  scf.forall (%i) in (8) {
+    %v = memref.load %next[%i] : memref<8xf32>
+    memref.store %v, %copy[%i] : memref<8xf32>
+  }
   return
 }

@@ -47,8 +47,16 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     op after it that yields `truncf(c)` into a bf16 buffer of `c`'s shape
     are the only users of `c`; that op reads the bf16 buffer (widened)
     for whatever else it computes from `c`, or goes. The f32 buffer and
-    its passes over memory go. Not where an op between the producer and
-    the rounding touches bytes the plan gave the bf16 buffer too.
+    its passes over memory go. Where an op between the producer and the
+    rounding touches bytes the plan gave the bf16 buffer too, or where the
+    op after the GEMM only rounds `c` but moves its elements (a
+    transpose), the GEMM writes bf16 into the first half of `c`'s own
+    bytes (`c` a view of the arena) and that op reads them as they are.
+    Either is exact: the rounding happens once, where it did. The next op
+    on `c`'s bytes after the rounding must only write them (a fill, a
+    linalg op that never reads them, a GEMM with beta = 0, a fused
+    attention's outputs, a loop nest that only stores there): `c`'s life
+    ended.
 
     The CUDA target names its own `callee` (cuBLAS, or the emulation's
     checked CPU BLAS) and sets `require-unit-strides`: a GEMM becomes a call
@@ -92,6 +100,44 @@ def WeftApproximateMath : Pass<"weft-approximate-math"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::vector::VectorDialect"
+  ];
+}
+
+def WeftTileColumnReductions : Pass<"weft-tile-column-reductions"> {
+  let summary = "Sum over rows along the rows, in tiles of columns";
+  let description = [{
+    A `linalg.generic` on memrefs whose innermost loop is a reduction while
+    every operand is contiguous along one parallel loop (a sum over the
+    rows of a row-major matrix: a bias's gradient, a norm's scale
+    gradient) would loop down each column, its inner loop striding by a
+    row, which LLVM vectorizes with gathers. The contiguous loop is tiled
+    by `columns` (the tiles a parallel loop) and made innermost in each
+    tile, whose loops are sequential: the tile adds row after row over its
+    columns with contiguous loads. Each column still adds its rows in
+    order.
+
+    ```mlir
+    linalg.generic {indexing_maps = [affine_map<(j, i) -> (i, j)>, affine_map<(j, i) -> (j)>],
+                    iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<512x256xf32>) outs(%sum : memref<256xf32>) {...}
+    // becomes
+    scf.parallel (%j) = (%c0) to (%c256) step (%c64) {
+      scf.for %i = %c0 to %c512 step %c1 {
+        scf.for %jj = %c0 to %c64 step %c1 {
+          // %tile[%jj] += %rows[%i, %jj]
+        }
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"columns", "columns", "int64_t", /*default=*/"64",
+           "Columns of each tile">
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+    "::mlir::affine::AffineDialect"
   ];
 }
 

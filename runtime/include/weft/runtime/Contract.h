@@ -71,6 +71,12 @@ constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
 /// gradient.
 constexpr const char *kAttentionForwardSuffix = "_forward_";
 constexpr const char *kAttentionBackwardSuffix = "_backward_";
+/// Whether the fused attention writes its tensor argument `index` (in the
+/// order above) without reading it: out and log_sum_exp forward, the three
+/// gradients backward.
+constexpr bool attentionOverwrites(bool backward, unsigned index) {
+  return backward ? index >= 7 && index <= 9 : index == 4 || index == 5;
+}
 /// Key j is hidden from query i when j > i + T - S.
 constexpr int64_t kAttentionCausal = 1;
 /// `bias` is read.
