@@ -103,12 +103,63 @@ bool argumentsMayAlias(BlockArgument a, BlockArgument b, unsigned depth) {
   return false;
 }
 
+/// The bytes of a row-strided view, modulo its row pitch: a view whose
+/// innermost dims are contiguous for `width` bytes and whose other dims
+/// step by multiples of `pitch` touches, in each pitch, only
+/// [start, start + width).
+struct Band {
+  int64_t pitch, start, width;
+};
+
+std::optional<Band> bandOf(Value memref, int64_t firstByte) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (!type.hasStaticShape() || llvm::any_of(strides, ShapedType::isDynamic))
+    return std::nullopt;
+  int64_t bytes = elementBytes(type);
+  // (stride, size) in bytes of the dims that step, outermost first, with
+  // contiguous neighbours merged.
+  SmallVector<std::pair<int64_t, int64_t>> dims;
+  for (auto [size, stride] : llvm::zip(type.getShape(), strides))
+    if (size > 1)
+      dims.push_back({stride * bytes, size});
+  llvm::sort(dims, [](auto l, auto r) { return l.first > r.first; });
+  SmallVector<std::pair<int64_t, int64_t>> merged;
+  for (auto dim : dims) {
+    if (!merged.empty() && merged.back().first == dim.first * dim.second) {
+      merged.back() = {dim.first, merged.back().second * dim.second};
+      continue;
+    }
+    merged.push_back(dim);
+  }
+  if (merged.size() < 2 || merged.back().first != bytes)
+    return std::nullopt;
+  int64_t width = merged.back().second * bytes;
+  int64_t pitch = merged[merged.size() - 2].first;
+  for (auto dim : ArrayRef(merged).drop_back())
+    if (dim.first % pitch != 0)
+      return std::nullopt;
+  int64_t start = ((firstByte % pitch) + pitch) % pitch;
+  if (start + width > pitch)
+    return std::nullopt;
+  return Band{pitch, start, width};
+}
+
 bool mayAlias(Value a, Value b, unsigned depth) {
   Extent x = extentOf(a), y = extentOf(b);
-  if (x.root == y.root)
-    return !x.bytes || !y.bytes ||
-           (x.bytes->first < y.bytes->second &&
-            y.bytes->first < x.bytes->second);
+  if (x.root == y.root) {
+    if (!x.bytes || !y.bytes)
+      return true;
+    if (x.bytes->first >= y.bytes->second || y.bytes->first >= x.bytes->second)
+      return false;
+    // Overlapping ranges may still hold disjoint columns of the same rows
+    // (the slices of a concatenation).
+    std::optional<Band> bx = bandOf(a, x.bytes->first),
+                        by = bandOf(b, y.bytes->first);
+    return !bx || !by || bx->pitch != by->pitch ||
+           (bx->start < by->start + by->width &&
+            by->start < bx->start + bx->width);
+  }
   RootKind kx = kindOf(x.root), ky = kindOf(y.root);
   if (kx == RootKind::Unknown || ky == RootKind::Unknown)
     return true;

@@ -262,3 +262,48 @@ func.func @shared_memory(%x: memref<64xf32>, %y: memref<64xf32>, %z: memref<64xf
   }
   return
 }
+
+// -----
+
+// Column slices of one buffer (a concatenation's parts) touch disjoint
+// bytes of the same rows: the kernels writing them merge. Slices that share
+// columns do not.
+// CHECK-LABEL: func.func @column_slices
+// CHECK:         gpu.launch
+// CHECK:         } {weft.block_segments = array<i64: 0, 1, 2>}
+// CHECK:         gpu.launch
+// CHECK:           memref.store {{.*}} offset: 32>>
+// CHECK-NOT:     weft.block_segments
+// CHECK:         return
+func.func @column_slices(%x: memref<8x192xf32>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  %a = memref.subview %x[0, 0] [8, 64] [1, 1] : memref<8x192xf32> to memref<8x64xf32, strided<[192, 1]>>
+  %b = memref.subview %x[0, 64] [8, 64] [1, 1] : memref<8x192xf32> to memref<8x64xf32, strided<[192, 1], offset: 64>>
+  %c = memref.subview %x[0, 128] [8, 64] [1, 1] : memref<8x192xf32> to memref<8x64xf32, strided<[192, 1], offset: 128>>
+  %d = memref.subview %x[0, 32] [8, 64] [1, 1] : memref<8x192xf32> to memref<8x64xf32, strided<[192, 1], offset: 32>>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    memref.store %one, %a[%c1, %tx] : memref<8x64xf32, strided<[192, 1]>>
+    gpu.terminator
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    memref.store %one, %b[%c1, %tx] : memref<8x64xf32, strided<[192, 1], offset: 64>>
+    gpu.terminator
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    memref.store %one, %c[%c1, %tx] : memref<8x64xf32, strided<[192, 1], offset: 128>>
+    gpu.terminator
+  }
+  // Columns 32..95 overlap the first and second slices: after them.
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    memref.store %one, %d[%c1, %tx] : memref<8x64xf32, strided<[192, 1], offset: 32>>
+    gpu.terminator
+  }
+  return
+}

@@ -174,7 +174,9 @@ def WeftGpuMergeLaunches : Pass<"weft-gpu-merge-launches", "::mlir::ModuleOp"> {
 
     Buffers may alias where their views reach the same allocation, global
     or function argument at overlapping bytes (static views are compared by
-    their byte ranges, others conservatively). A public function's
+    their byte ranges and, where those overlap, by the columns of each row
+    they hold, a concatenation's slices being disjoint; others
+    conservatively). A public function's
     arguments are distinct buffers, as the runtime allocates them; a
     private function's two arguments may alias where a call passes buffers
     that may.
