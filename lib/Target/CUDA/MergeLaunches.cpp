@@ -19,7 +19,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
-#include "llvm/ADT/MapVector.h"
 
 namespace weft {
 #define GEN_PASS_DEF_WEFTGPUMERGELAUNCHES
