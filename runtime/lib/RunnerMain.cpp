@@ -202,6 +202,8 @@ int main(int argc, char **argv) {
              "WEFT_COLLECTIVE_TIMEOUT)\n"
              "       %s --data TOKENS [--steps N] [--lr X] [--min-lr X] "
              "[--warmup N] [--seed N] [--log FILE] [--print-every N]\n"
+             "         [--input NAME=FILE]...   (the step's other inputs, "
+             "a mask say: fed unchanged to every step)\n"
              "         [--init-seed N]   (random parameters, GPT-2 style, "
              "instead of the weights file)\n"
              "         [--ckpt-dir DIR [--save-every N] [--resume]] "
@@ -389,6 +391,11 @@ int main(int argc, char **argv) {
   if (weft_model_set_rank(model, world->rank, error, sizeof(error)) != 0)
     return fail(error);
   if (*weft_model_optimizer(model, nullptr, nullptr, nullptr)) {
+    if (!outputs.empty())
+      return fail("--output " + outputs.begin()->first +
+                  ": a training run writes --log and checkpoints, not "
+                  "outputs");
+    training.fixedInputs = inputs;
     int status = train(model, entry, *world, training);
     recordExit(status);
     if (status == 0) {
@@ -399,8 +406,7 @@ int main(int argc, char **argv) {
     }
     return status;
   }
-  std::vector<TensorData> inputData(weft_model_num_buffers(model));
-  std::vector<std::vector<uint8_t>> inputShards(inputData.size());
+  std::vector<std::vector<uint8_t>> inputData(weft_model_num_buffers(model));
   std::map<std::string, size_t> outputIndex;
   for (size_t i = 0; i < weft_model_num_buffers(model); ++i) {
     const weft_buffer_info *info = weft_model_buffer(model, i);
@@ -418,28 +424,9 @@ int main(int argc, char **argv) {
                   weft_dtype_name(info->dtype) + " " + shapeString(shape) +
                   ")");
     std::string message;
-    TensorData &data = inputData[i];
-    if (!readTensorFile(it->second, data, message))
-      return fail(std::string("input '") + info->name + "': " + message);
-    if (data.dtype != info->dtype || data.shape != shape)
-      return fail(std::string("input '") + info->name + "': expected " +
-                  weft_dtype_name(info->dtype) + " " + shapeString(shape) +
-                  " but '" + it->second + "' holds " +
-                  weft_dtype_name(data.dtype) + " " + shapeString(data.shape));
-    if (weft_model_check_indices(model, i, data.bytes.data(), error,
-                                 sizeof(error)) != 0)
-      return fail(error);
-    ShardSpec spec = bufferSpec(info);
-    if (spec.isReplicated()) {
-      weft_model_set_input(model, i, data.bytes.data());
-    } else {
-      std::vector<uint8_t> &shard = inputShards[i];
-      shard.resize(info->local_bytes);
-      spec.extract(data.bytes.data(), shard.data(), shape,
-                   weft_dtype_size(info->dtype),
-                   spec.shardIndex(world->coordinates, mesh), mesh);
-      weft_model_set_input(model, i, shard.data());
-    }
+    if (!bindInputFile(model, i, it->second, world->coordinates, mesh,
+                       inputData[i], message))
+      return fail(message);
     inputs.erase(it);
   }
   if (!inputs.empty())

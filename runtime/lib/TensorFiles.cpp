@@ -425,4 +425,41 @@ bool readTensorFile(const std::string &path, TensorData &out,
   return false;
 }
 
+bool bindInputFile(weft_model *model, size_t index, const std::string &path,
+                   const std::vector<int64_t> &coordinates,
+                   const MeshShape &mesh, std::vector<uint8_t> &storage,
+                   std::string &error) {
+  const weft_buffer_info *info = weft_model_buffer(model, index);
+  std::vector<int64_t> shape(info->shape, info->shape + info->rank);
+  TensorData data;
+  if (!readTensorFile(path, data, error)) {
+    error = std::string("input '") + info->name + "': " + error;
+    return false;
+  }
+  if (data.dtype != info->dtype || data.shape != shape) {
+    error = std::string("input '") + info->name + "': expected " +
+            weft_dtype_name(info->dtype) + " " + shapeString(shape) + " but '" +
+            path + "' holds " + weft_dtype_name(data.dtype) + " " +
+            shapeString(data.shape);
+    return false;
+  }
+  char message[1024];
+  if (weft_model_check_indices(model, index, data.bytes.data(), message,
+                               sizeof(message)) != 0) {
+    error = message;
+    return false;
+  }
+  ShardSpec spec = bufferSpec(info);
+  if (spec.isReplicated()) {
+    storage = std::move(data.bytes);
+  } else {
+    storage.resize(info->local_bytes);
+    spec.extract(data.bytes.data(), storage.data(), shape,
+                 weft_dtype_size(info->dtype),
+                 spec.shardIndex(coordinates, mesh), mesh);
+  }
+  weft_model_set_input(model, index, storage.data());
+  return true;
+}
+
 } // namespace weft::runtime

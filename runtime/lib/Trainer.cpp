@@ -17,6 +17,7 @@
 #include "weft/runtime/Checkpoint.h"
 #include "weft/runtime/Contract.h"
 #include "weft/runtime/ShardLayout.h"
+#include "weft/runtime/TensorFiles.h"
 #include "weft/runtime/TokenFile.h"
 #include "weft/runtime/Trace.h"
 
@@ -30,8 +31,10 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <omp.h>
 #include <random>
 #include <sys/stat.h>
@@ -245,14 +248,35 @@ int train(weft_model *model, void (*entry)(void **), World &world,
        {tokens, std::string("labels"), std::string("lr")})
     if (!inputs.count(name))
       return fail(rank, "the training step has no input '" + name + "'");
-  for (auto &[name, i] : inputs)
-    if (name != tokens && name != "labels" && name != "lr" && name != "bias1" &&
-        name != "bias2")
-      return fail(rank, "the training step has an input '" + name +
-                            "' that the trainer cannot feed (it feeds the "
-                            "token input '" +
-                            tokens +
-                            "', labels, lr and Adam's bias corrections)");
+  // Every other input is a tensor fed unchanged to every step.
+  std::vector<std::vector<uint8_t>> fixedData;
+  auto fedEachStep = [&](const std::string &name) {
+    return name == tokens || name == "labels" || name == "lr" ||
+           name == "bias1" || name == "bias2";
+  };
+  for (auto &[name, path] : options.fixedInputs)
+    if (fedEachStep(name) || !inputs.count(name))
+      return fail(rank, "--input " + name + ": " +
+                            (fedEachStep(name)
+                                 ? "the trainer feeds this input itself"
+                                 : "the training step has no such input"));
+  for (auto &[name, i] : inputs) {
+    if (fedEachStep(name))
+      continue;
+    const weft_buffer_info *info = weft_model_buffer(model, i);
+    auto path = options.fixedInputs.find(name);
+    if (path == options.fixedInputs.end())
+      return fail(rank,
+                  "the training step has an input '" + name +
+                      "' besides the tokens: pass --input " + name + "=FILE (" +
+                      weft_dtype_name(info->dtype) + " " +
+                      shapeString({info->shape, info->shape + info->rank}) +
+                      "), fed unchanged to every step");
+    std::string message;
+    if (!bindInputFile(model, i, path->second, world.coordinates, mesh,
+                       fixedData.emplace_back(), message))
+      return fail(rank, message);
+  }
   const weft_buffer_info *idsInfo = weft_model_buffer(model, inputs[tokens]);
   // [batch, seq], or [micro-batches, batch, seq] with accumulation: the
   // windows of a step are the rows either way.
@@ -264,6 +288,17 @@ int train(weft_model *model, void (*entry)(void **), World &world,
   int64_t batch = 1;
   for (int d = 0; d + 1 < idsInfo->rank; ++d)
     batch *= idsInfo->shape[d];
+  // The labels are the next tokens: one per token id.
+  const weft_buffer_info *labelsInfo =
+      weft_model_buffer(model, inputs["labels"]);
+  if (std::accumulate(labelsInfo->shape, labelsInfo->shape + labelsInfo->rank,
+                      int64_t(1), std::multiplies<>()) != batch * seq)
+    return fail(rank, "the training step's labels " +
+                          shapeString({labelsInfo->shape,
+                                       labelsInfo->shape + labelsInfo->rank}) +
+                          " are not one per token of '" + tokens + "' " +
+                          shapeString({idsInfo->shape,
+                                       idsInfo->shape + idsInfo->rank}));
 
   // The corpus: little-endian uint16 tokens; a rank reads only the
   // windows of its own rows, and checks each token it reads.

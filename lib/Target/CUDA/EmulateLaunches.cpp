@@ -10,6 +10,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
@@ -104,8 +105,9 @@ public:
   explicit AccessChecker(ModuleOp module) : module(module) {}
 
   /// Inserts a call of the runtime's check before each load and store of
-  /// device memory in `launch`; fails at an access it cannot check.
-  LogicalResult instrument(gpu::LaunchOp launch, int64_t index);
+  /// device memory in `launch`, which its messages call `name`; fails at
+  /// an access it cannot check.
+  LogicalResult instrument(gpu::LaunchOp launch, StringRef name);
 
 private:
   ModuleOp module;
@@ -176,7 +178,8 @@ void AccessChecker::checkAccess(OpBuilder &b, Location loc, Value memref,
       ValueRange{i64(base), i64(address), i64(bytes), write, name});
 }
 
-LogicalResult AccessChecker::instrument(gpu::LaunchOp launch, int64_t index) {
+LogicalResult AccessChecker::instrument(gpu::LaunchOp launch,
+                                        StringRef kernelName) {
   SmallVector<Operation *> accesses;
   WalkResult walk = launch.getBody().walk([&](Operation *op) {
     if (isa<memref::LoadOp, memref::StoreOp, memref::AtomicRMWOp>(op)) {
@@ -204,7 +207,7 @@ LogicalResult AccessChecker::instrument(gpu::LaunchOp launch, int64_t index) {
     return success();
   declareCheck();
   OpBuilder b(launch);
-  Value name = stringAddress(b, launch, describeLaunch(launch, index));
+  Value name = stringAddress(b, launch, kernelName);
   for (Operation *op : accesses) {
     b.setInsertionPoint(op);
     if (auto load = dyn_cast<memref::LoadOp>(op))
@@ -509,6 +512,47 @@ LogicalResult PhasedLaunch::emulate() {
   return success();
 }
 
+/// Moves `launch` into a function of its own, `name`, called where the
+/// launch was: the values it uses become arguments, constants are copied
+/// in. A host function with hundreds of emulated kernels in its body would
+/// cost LLVM time superlinear in its size; a GPU's kernels are functions
+/// too. The function is never inlined.
+gpu::LaunchOp outlineLaunch(gpu::LaunchOp launch, StringRef name,
+                            OpBuilder &b) {
+  llvm::SetVector<Value> used(launch->getOperands().begin(),
+                              launch->getOperands().end());
+  getUsedValuesDefinedAbove(launch.getBody(), used);
+  SmallVector<Value> arguments;
+  SmallVector<Operation *> constants;
+  for (Value value : used) {
+    Operation *def = value.getDefiningOp();
+    if (def && def->hasTrait<OpTrait::ConstantLike>())
+      constants.push_back(def);
+    else
+      arguments.push_back(value);
+  }
+  auto host = launch->getParentOfType<func::FuncOp>();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(host);
+  auto kernel = func::FuncOp::create(
+      b, launch.getLoc(), name,
+      b.getFunctionType(ValueRange(arguments).getTypes(), {}));
+  kernel.setPrivate();
+  kernel->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+  Block *body = kernel.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  IRMapping mapping;
+  mapping.map(arguments, body->getArguments());
+  for (Operation *constant : constants)
+    b.clone(*constant, mapping);
+  auto outlined = cast<gpu::LaunchOp>(b.clone(*launch, mapping));
+  func::ReturnOp::create(b, launch.getLoc());
+  b.setInsertionPoint(launch);
+  func::CallOp::create(b, launch.getLoc(), kernel, arguments);
+  launch.erase();
+  return outlined;
+}
+
 /// A merged launch (weft-gpu-merge-launches) as one launch per part, the
 /// last part first: the blocks still run last first, and each part's
 /// barriers are at its kernel's top level again. Each part's copy of the
@@ -598,13 +642,18 @@ struct WeftGpuEmulateLaunchesPass
       markLaunch(rewriter, module, op);
       rewriter.setInsertionPoint(op);
       if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
-        int64_t index =
-            launchesPerFunction[launch->getParentOfType<func::FuncOp>()]++;
+        auto host = launch->getParentOfType<func::FuncOp>();
+        int64_t index = launchesPerFunction[host]++;
+        std::string name = describeLaunch(launch, index);
+        launch = outlineLaunch(
+            launch,
+            (host.getSymName() + "_kernel_" + std::to_string(index)).str(),
+            rewriter);
         SmallVector<gpu::LaunchOp> parts = splitMergedLaunch(launch, rewriter);
         for (auto [k, part] : llvm::enumerate(parts)) {
           if (k)
             markLaunchPart(rewriter, module, part);
-          if ((checkAccesses && failed(checker.instrument(part, index))) ||
+          if ((checkAccesses && failed(checker.instrument(part, name))) ||
               failed(PhasedLaunch(part).emulate()))
             return signalPassFailure();
         }

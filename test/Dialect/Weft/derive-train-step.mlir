@@ -76,6 +76,17 @@ func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}) -> tensor<2x3x
 
 // -----
 
+// A classifier's logits have no row per token: no next-token labels.
+// expected-error @below {{weft-derive-train-step: the first result of 'main' ('scores'), 'tensor<2x5xf32>', holds 2 rows of logits, and the token input 'input_ids', 'tensor<2x3xi64>', holds 6 tokens: training needs one row of logits per token (the next token is its label)}}
+func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5x4xf32> {weft.param = "emb"}, %w: tensor<4x5xf32> {weft.param = "w"}) -> tensor<2x5xf32> attributes {weft.outputs = ["scores"]} {
+  %x = weft.gather %emb, %ids <{axis = 0}> : tensor<5x4xf32>, tensor<2x3xi64>
+  %sum = weft.reduce_sum %x <{axes = array<i64: 1>}> : tensor<2x3x4xf32>
+  %logits = weft.linear %sum, %w : tensor<2x4xf32>, tensor<4x5xf32>
+  return %logits : tensor<2x5xf32>
+}
+
+// -----
+
 // The token ids are the only integer input, whatever its name; with
 // several, the user names them (weftc --token-input).
 // expected-error @below {{weft-derive-train-step: 'main' has several integer inputs ('idx', 'positions'): name the token ids with --token-input (its inputs: 'idx', 'positions')}}

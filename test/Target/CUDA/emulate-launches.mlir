@@ -6,8 +6,14 @@
 // (offset + index * stride) * 4 bytes), its size, that it writes, and the
 // kernel's name.
 // CHECK-LABEL: func.func private @weft_emulation_check_access(i64, i64, i64, i64, i64)
+// The launch runs as a function of its own, never inlined: it takes the
+// values it uses and copies the constants.
 // CHECK-LABEL: func.func @launch
-// CHECK:         %[[BUF:.*]] = memref.alloc() : memref<8xf32>
+// CHECK:         %[[HOSTBUF:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-NEXT:    call @launch_kernel_0(%[[HOSTBUF]]) : (memref<8xf32>) -> ()
+// CHECK-NEXT:    memref.copy %[[HOSTBUF]], %arg0
+// CHECK-NEXT:    memref.dealloc %[[HOSTBUF]]
+// CHECK:       func.func private @launch_kernel_0(%[[BUF:.*]]: memref<8xf32>) attributes {passthrough = ["noinline"]}
 // CHECK:         %[[NAMES:.*]] = memref.get_global @__weft_kernel_name_0 : memref<{{[0-9]+}}xi8>
 // CHECK:         %[[NAMEPTR:.*]] = memref.extract_aligned_pointer_as_index %[[NAMES]]
 // CHECK:         %[[NAME:.*]] = arith.index_cast %[[NAMEPTR]] : index to i64
@@ -40,8 +46,6 @@
 // CHECK-NEXT:                %[[SIZE64:.*]] = arith.index_cast %[[FOUR]]
 // CHECK-NEXT:                func.call @weft_emulation_check_access(%[[START64]], %[[ADDRESS64]], %[[SIZE64]], %[[WRITE]], %[[NAME]])
 // CHECK-NEXT:                memref.store %{{.*}}, %[[BUF]][%[[ID]]]
-// CHECK:         memref.copy %[[BUF]], %arg0
-// CHECK:         memref.dealloc %[[BUF]]
 // CHECK-NOT:     gpu.
 // CHECK:       memref.global "private" constant @__weft_kernel_name_0 : memref<{{[0-9]+}}xi8> = dense<[108, 97, 117, 110, 99, 104, 32, 35, 48, 32, 40
 func.func @launch(%out: memref<8xf32>) {
@@ -174,7 +178,7 @@ func.func @unchecked_copy(%a: memref<4xf32>, %b: memref<4xf32>) {
 // CHECK-LABEL: func.func @numbered
 // CHECK:         %[[SEVEN:.*]] = arith.constant 7 : i64
 // CHECK:         call @weft_emulation_launch(%[[SEVEN]]) : (i64) -> ()
-// CHECK:         scf.for
+// CHECK-NEXT:    call @numbered_kernel_0(%arg0)
 // CHECK:         %[[EIGHT:.*]] = arith.constant 8 : i64
 // CHECK:         call @weft_emulation_launch(%[[EIGHT]]) : (i64) -> ()
 // CHECK-NEXT:    call @weft_emulated_gemm_f32
@@ -200,6 +204,8 @@ func.func @numbered(%buf: memref<8xf32>, %a: memref<*xf32>, %accumulate: i64) {
 // later part starts, to count its bytes on their own.
 // CHECK-LABEL: func.func private @weft_emulation_launch_part()
 // CHECK-LABEL: func.func @merged
+// CHECK:         call @merged_kernel_0(
+// CHECK:       func.func private @merged_kernel_0
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %c1{{.*}} step
 // CHECK:           memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<4xf32>
 // CHECK-NOT:       scf.if

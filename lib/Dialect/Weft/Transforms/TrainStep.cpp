@@ -279,6 +279,39 @@ struct WeftDeriveTrainStepPass
            << " (its inputs: " << list(inputs) << ")";
   }
 
+  /// The labels are the next tokens, one per token id: logits with another
+  /// count of rows (a classifier's [batch, classes], a model returning only
+  /// its last position) have no label per row.
+  LogicalResult checkOneRowPerToken(func::FuncOp main, StringAttr tokens,
+                                    RankedTensorType logitsType) {
+    if (!logitsType.hasStaticShape())
+      return success();
+    int64_t rows = logitsType.getNumElements() / logitsType.getShape().back();
+    for (BlockArgument arg : main.getArguments()) {
+      if (main.getArgAttrOfType<StringAttr>(
+              arg.getArgNumber(), WeftDialect::kInputAttrName) != tokens)
+        continue;
+      auto tokenType = llvm::cast<RankedTensorType>(arg.getType());
+      if (!tokenType.hasStaticShape() || tokenType.getNumElements() == rows)
+        return success();
+      auto names =
+          main->getAttrOfType<ArrayAttr>(WeftDialect::kOutputsAttrName);
+      auto logitsName = names && !names.empty()
+                            ? llvm::dyn_cast<StringAttr>(names[0])
+                            : StringAttr();
+      return main.emitError()
+             << "weft-derive-train-step: the first result of 'main'"
+             << (logitsName ? " ('" + logitsName.str() + "')" : "") << ", "
+             << logitsType << ", holds " << rows
+             << (rows == 1 ? " row" : " rows")
+             << " of logits, and the token input '" << tokens.getValue()
+             << "', " << tokenType << ", holds " << tokenType.getNumElements()
+             << " tokens: training needs one row of logits per token (the "
+                "next token is its label)";
+    }
+    return success();
+  }
+
   /// Marks the parameters that `freeze` names, or that `train-only` does
   /// not, `weft.frozen`. A pattern that names no parameter is an error (a
   /// typo would otherwise train everything), and so is freezing them all.
@@ -357,7 +390,8 @@ struct WeftDeriveTrainStepPass
                                             IntegerType::get(ctx, 64));
 
     FailureOr<StringAttr> tokens = findTokenInput(main);
-    if (failed(tokens) || failed(freezeParameters(main)))
+    if (failed(tokens) || failed(freezeParameters(main)) ||
+        failed(checkOneRowPerToken(main, *tokens, logitsType)))
       return failure();
 
     if (computeType != "f32" && computeType != "bf16")

@@ -4,6 +4,7 @@
 #define WEFT_RUNTIME_TENSORFILES_H
 
 #include "weft/runtime/CApi.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include <cstdint>
 #include <string>
@@ -27,6 +28,15 @@ bool writeNpy(const std::string &path, const TensorData &tensor,
               std::string &error);
 
 std::string shapeString(const std::vector<int64_t> &shape);
+
+/// Reads input `index` of `model` from the tensor file `path`, checks its
+/// dtype, shape and index bounds, and binds this rank's shard of it (kept
+/// in `storage`, which must outlive the runs). Returns false and sets
+/// `error` (one line naming the input) on failure.
+bool bindInputFile(weft_model *model, size_t index, const std::string &path,
+                   const std::vector<int64_t> &coordinates,
+                   const MeshShape &mesh, std::vector<uint8_t> &storage,
+                   std::string &error);
 
 } // namespace weft::runtime
 

@@ -8,6 +8,7 @@
 #include "weft/runtime/Collectives.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace weft::runtime {
@@ -44,6 +45,9 @@ struct TrainOptions {
   /// before the average, as `<checkpointDir>/replica-R/step-NNNNNNN` (R:
   /// the replica's position along the averaged axes, row-major).
   bool saveReplicas = false;
+  /// The step's other inputs (an attention mask, token types, positions),
+  /// by name: tensor files fed unchanged to every step.
+  std::map<std::string, std::string> fixedInputs;
 };
 
 /// Runs `options.steps` training steps of `model` (compiled with
