@@ -2,12 +2,15 @@
 
 #include "weft/Lowering/BufferAliases.h"
 
+#include "weft/runtime/Contract.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
@@ -54,9 +57,12 @@ Extent extentOf(Value memref) {
       memref = view.getSource();
       continue;
     }
+    if (auto transpose = dyn_cast<memref::TransposeOp>(def)) {
+      memref = transpose.getIn();
+      continue;
+    }
     if (!isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
-             memref::CollapseShapeOp, memref::ReinterpretCastOp,
-             memref::TransposeOp>(def))
+             memref::CollapseShapeOp, memref::ReinterpretCastOp>(def))
       break;
     memref = cast<ViewLikeOpInterface>(def).getViewSource();
   }
@@ -180,3 +186,100 @@ bool mayAlias(Value a, Value b, unsigned depth) {
 } // namespace
 
 bool weft::buffersMayAlias(Value a, Value b) { return mayAlias(a, b, 0); }
+
+Value weft::rankedArgument(Value memref) {
+  if (isa<UnrankedMemRefType>(memref.getType()))
+    if (auto cast = memref.getDefiningOp<memref::CastOp>())
+      return cast.getSource();
+  return memref;
+}
+
+/// Whether the memref operand `operand` may share bytes with `buffer`.
+static bool operandMayAlias(Value operand, Value buffer) {
+  Value ranked = weft::rankedArgument(operand);
+  return !isa<MemRefType>(ranked.getType()) ||
+         weft::buffersMayAlias(ranked, buffer);
+}
+
+bool weft::touches(Operation *op, Value buffer) {
+  return op
+      ->walk([&](Operation *nested) {
+        if (isMemoryEffectFree(nested))
+          return WalkResult::advance();
+        for (Value operand : nested->getOperands())
+          if (isa<BaseMemRefType>(operand.getType()) &&
+              operandMayAlias(operand, buffer))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+bool weft::isFusedAttentionCall(Operation *op, bool &backward) {
+  auto call = dyn_cast<func::CallOp>(op);
+  if (!call)
+    return false;
+  StringRef callee = call.getCallee();
+  backward = callee.contains(runtime::kAttentionBackwardSuffix);
+  return backward || callee.contains(runtime::kAttentionForwardSuffix);
+}
+
+bool weft::mayWrite(Operation *op, Value buffer) {
+  return op
+      ->walk([&](Operation *nested) {
+        if (bool backward; isFusedAttentionCall(nested, backward)) {
+          for (auto [index, operand] : llvm::enumerate(nested->getOperands()))
+            if (isa<BaseMemRefType>(operand.getType()) &&
+                runtime::attentionOverwrites(backward, index) &&
+                operandMayAlias(operand, buffer))
+              return WalkResult::interrupt();
+          return WalkResult::advance();
+        }
+        // The walk visits the ops inside an op of recursive effects; a
+        // linalg op states its own as well.
+        auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
+        if (!effects && nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+          return WalkResult::advance();
+        if (!effects) {
+          for (Value operand : nested->getOperands())
+            if (isa<BaseMemRefType>(operand.getType()) &&
+                operandMayAlias(operand, buffer))
+              return WalkResult::interrupt();
+          return WalkResult::advance();
+        }
+        SmallVector<MemoryEffects::EffectInstance> instances;
+        effects.getEffects(instances);
+        for (auto &instance : instances) {
+          if (!isa<MemoryEffects::Write, MemoryEffects::Free>(
+                  instance.getEffect()))
+            continue;
+          Value target = instance.getValue();
+          if (!target || !isa<BaseMemRefType>(target.getType()) ||
+              operandMayAlias(target, buffer))
+            return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+bool weft::canHoist(Value value, Operation *before) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != before->getBlock() ||
+      def->isBeforeInBlock(before))
+    return true;
+  return def->getNumRegions() == 0 &&
+         (isMemoryEffectFree(def) || isa<memref::AllocOp>(def)) &&
+         llvm::all_of(def->getOperands(),
+                      [&](Value operand) { return canHoist(operand, before); });
+}
+
+void weft::hoist(Value value, Operation *before) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != before->getBlock() ||
+      def->isBeforeInBlock(before))
+    return;
+  for (Value operand : def->getOperands())
+    hoist(operand, before);
+  def->moveBefore(before);
+}

@@ -21,7 +21,8 @@ std::string weft::bufferizedLinalgPipeline(const LoweringOptions &options) {
               "convert-shard-to-weft-runtime,weft-distinct-results,"
               "buffer-results-to-out-params{modify-public-functions "
               "hoist-static-allocs},"
-              "canonicalize,weft-plan-buffers{free-arena=false},"
+              "canonicalize,weft-fold-transposes,"
+              "weft-plan-buffers{free-arena=false},"
               "buffer-deallocation-pipeline,canonicalize,";
   return pipeline;
 }

@@ -13,6 +13,7 @@
 #ifndef WEFT_LOWERING_BUFFERALIASES_H
 #define WEFT_LOWERING_BUFFERALIASES_H
 
+#include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 
 namespace weft {
@@ -23,6 +24,31 @@ namespace weft {
 /// passes buffers that may; distinct allocations and distinct globals do
 /// not; anything else may.
 bool buffersMayAlias(mlir::Value a, mlir::Value b);
+
+/// The ranked memref an unranked call argument casts (else `memref`).
+mlir::Value rankedArgument(mlir::Value memref);
+
+/// Whether `op` (or an op in it) reads or writes bytes of `buffer`. After
+/// weft-plan-buffers, buffers whose lives do not overlap share bytes, and
+/// equal views of the arena are one value: bytes, not values, say which
+/// ops touch a buffer.
+bool touches(mlir::Operation *op, mlir::Value buffer);
+
+/// Whether `op` (or an op in it) may write or free bytes of `buffer`:
+/// by its memory effects, a fused attention call by the operands it
+/// overwrites (weft/runtime/Contract.h), any other call or op of unknown
+/// effects by every buffer it is given.
+bool mayWrite(mlir::Operation *op, mlir::Value buffer);
+
+/// Whether `call` is a fused attention kernel (weft/runtime/Contract.h);
+/// `backward` tells which.
+bool isFusedAttentionCall(mlir::Operation *call, bool &backward);
+
+/// Whether the ops computing `value` after `before` in its block are pure
+/// (views, index arithmetic) or allocations, so they can move above it.
+bool canHoist(mlir::Value value, mlir::Operation *before);
+/// Moves them there, in order.
+void hoist(mlir::Value value, mlir::Operation *before);
 
 } // namespace weft
 

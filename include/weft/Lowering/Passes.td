@@ -47,6 +47,43 @@ def WeftRecompute : Pass<"weft-recompute", "::mlir::ModuleOp"> {
   ];
 }
 
+def WeftFoldTransposes : Pass<"weft-fold-transposes"> {
+  let summary = "Fused attention reads and writes permuted views, not copies";
+  let description = [{
+    A model splits its projections into heads as [B, S, H, D] and hands
+    attention [B, H, S, D]: transposing copies before the forward (q, k,
+    v), after it (the output) and around the backward (the output's
+    gradient in, the three gradients out, then copied into their
+    concatenation). The fused attention calls take any non-negative
+    strides with a unit last one (weft/runtime/Contract.h), as cuDNN and
+    FlashAttention do, so on bufferized memrefs, before weft-plan-buffers:
+
+    - a copy whose target only fused attention calls read goes: they read
+      a permuted view of its source (a `memref.reinterpret_cast` with the
+      strides permuted), which nothing writes until the last of them;
+    - a copy out of a buffer that only fused attention calls and
+      elementwise ops use goes: that buffer becomes a view of the copy's
+      target (permuted back, or reshaped where the copy read a
+      `memref.collapse_shape` of it), which nothing else touches from the
+      buffer's first write to the copy, nor writes until its last use.
+
+    Copies are permutation-only `linalg.generic`s and `memref.copy`. No
+    element changes: the calls read and write the same numbers at other
+    addresses.
+
+    ```mlir
+    // %t = alloc [2, 4, 16, 16]; %t[b, h, s, d] = %head[b, s, h, d], where
+    // %head is memref<2x16x4x16xbf16, strided<[3072, 192, 16, 1]>>
+    // call @weft_cuda_attention_forward_bf16(%t, ...)
+    // becomes
+    %q = memref.reinterpret_cast %head to offset: [0], sizes: [2, 4, 16, 16],
+        strides: [3072, 16, 192, 1] : ... to memref<2x4x16x16xbf16, strided<[3072, 16, 192, 1]>>
+    // call @weft_cuda_attention_forward_bf16(%q, ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def WeftPlanBuffers : Pass<"weft-plan-buffers", "::mlir::ModuleOp"> {
   let summary = "Place temporary buffers in one arena by liveness";
   let description = [{

@@ -28,6 +28,11 @@ using namespace weft;
 
 namespace {
 
+using weft::canHoist;
+using weft::hoist;
+using weft::rankedArgument;
+using weft::touches;
+
 /// The type of a view of `memref` (indexed by `map`) with dims `loops`:
 /// each view dim's stride is that of the operand dim indexed by the loop,
 /// or 0 if absent.
@@ -77,36 +82,6 @@ Value bufferOf(Value memref) {
   return memref;
 }
 
-/// The ranked memref an unranked call argument casts.
-Value rankedArgument(Value memref) {
-  if (isa<UnrankedMemRefType>(memref.getType()))
-    if (auto cast = memref.getDefiningOp<memref::CastOp>())
-      return cast.getSource();
-  return memref;
-}
-
-/// Whether `op` (or an op in it) reads or writes bytes of `buffer`. After
-/// weft-plan-buffers, buffers whose lives do not overlap share bytes, and
-/// equal views of the arena are one value: bytes, not values, say which
-/// ops touch a buffer.
-bool touches(Operation *op, Value buffer) {
-  return op
-      ->walk([&](Operation *nested) {
-        if (isMemoryEffectFree(nested))
-          return WalkResult::advance();
-        for (Value operand : nested->getOperands()) {
-          if (!isa<BaseMemRefType>(operand.getType()))
-            continue;
-          Value ranked = rankedArgument(operand);
-          if (!isa<MemRefType>(ranked.getType()) ||
-              weft::buffersMayAlias(ranked, buffer))
-            return WalkResult::interrupt();
-        }
-        return WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
 /// Whether `use` only stores into its memref, itself or through views.
 bool onlyStores(OpOperand &use) {
   Operation *user = use.getOwner();
@@ -138,14 +113,13 @@ bool onlyOverwrites(Operation *op, Value buffer, StringRef gemmCallee) {
            !aliases(call.getOperand(1));
   }
   // A fused attention's outputs (weft/runtime/Contract.h).
-  if (auto call = dyn_cast<func::CallOp>(op)) {
-    StringRef callee = call.getCallee();
-    bool forward = callee.contains(weft::runtime::kAttentionForwardSuffix);
-    if (!forward && !callee.contains(weft::runtime::kAttentionBackwardSuffix))
+  if (isa<func::CallOp>(op)) {
+    bool backward;
+    if (!weft::isFusedAttentionCall(op, backward))
       return false;
-    for (auto [index, operand] : llvm::enumerate(call.getOperands()))
+    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
       if (isa<BaseMemRefType>(operand.getType()) &&
-          !weft::runtime::attentionOverwrites(!forward, index)) {
+          !weft::runtime::attentionOverwrites(backward, index)) {
         Value ranked = rankedArgument(operand);
         if (!isa<MemRefType>(ranked.getType()) ||
             weft::buffersMayAlias(ranked, buffer))
@@ -304,28 +278,6 @@ std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm, Value c,
                          0,        Value(), /*inPlace=*/true};
   }
   return std::nullopt;
-}
-
-/// Whether the ops computing `value` after `before` (a view of the arena
-/// made where it is first used) are pure, so they can move above it.
-bool canHoist(Value value, Operation *before) {
-  Operation *def = value.getDefiningOp();
-  if (!def || def->getBlock() != before->getBlock() ||
-      def->isBeforeInBlock(before))
-    return true;
-  return def->getNumRegions() == 0 && isMemoryEffectFree(def) &&
-         llvm::all_of(def->getOperands(),
-                      [&](Value operand) { return canHoist(operand, before); });
-}
-
-void hoist(Value value, Operation *before) {
-  Operation *def = value.getDefiningOp();
-  if (!def || def->getBlock() != before->getBlock() ||
-      def->isBeforeInBlock(before))
-    return;
-  for (Value operand : def->getOperands())
-    hoist(operand, before);
-  def->moveBefore(before);
 }
 
 /// Whether an op from `from` up to (not including) `to` touches bytes of
