@@ -34,7 +34,7 @@ from compare_losses import compare_logs
 from test_data import graph_inputs, load_pb
 
 BATCH, SEQ = 2, 16
-NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64, "i64": np.int64,
+NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
                 "i32": np.int32, "i8": np.int8, "u8": np.uint8, "i1": np.bool_}
 
 
@@ -73,6 +73,8 @@ def fixed_inputs(manifest, model, test_inputs, tokens, work, rng):
         name = buffer["name"]
         if buffer["role"] != "input" or name == tokens or name not in test:
             continue
+        if buffer["dtype"] not in NUMPY_DTYPES:
+            sys.exit(f"input '{name}' is {buffer['dtype']}, which numpy cannot hold")
         array = np.resize(test[name], buffer["shape"]).astype(NUMPY_DTYPES[buffer["dtype"]])
         info = next(i for i in graph_inputs(model) if i.name == name)
         if array.dtype.kind == "f":

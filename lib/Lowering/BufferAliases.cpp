@@ -2,6 +2,7 @@
 
 #include "weft/Lowering/BufferAliases.h"
 
+#include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/runtime/Contract.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -187,16 +188,16 @@ bool mayAlias(Value a, Value b, unsigned depth) {
 
 bool weft::buffersMayAlias(Value a, Value b) { return mayAlias(a, b, 0); }
 
-Value weft::rankedArgument(Value memref) {
+/// The ranked memref an unranked call argument casts (else `memref`).
+static Value rankedArgument(Value memref) {
   if (isa<UnrankedMemRefType>(memref.getType()))
     if (auto cast = memref.getDefiningOp<memref::CastOp>())
       return cast.getSource();
   return memref;
 }
 
-/// Whether the memref operand `operand` may share bytes with `buffer`.
-static bool operandMayAlias(Value operand, Value buffer) {
-  Value ranked = weft::rankedArgument(operand);
+bool weft::operandMayAlias(Value operand, Value buffer) {
+  Value ranked = rankedArgument(operand);
   return !isa<MemRefType>(ranked.getType()) ||
          weft::buffersMayAlias(ranked, buffer);
 }
@@ -217,11 +218,16 @@ bool weft::touches(Operation *op, Value buffer) {
 
 bool weft::isFusedAttentionCall(Operation *op, bool &backward) {
   auto call = dyn_cast<func::CallOp>(op);
-  if (!call)
+  auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                           call, call.getCalleeAttr())
+                     : func::FuncOp();
+  auto kind =
+      callee ? callee->getAttrOfType<StringAttr>(weft::kFusedAttentionAttrName)
+             : StringAttr();
+  if (!kind)
     return false;
-  StringRef callee = call.getCallee();
-  backward = callee.contains(runtime::kAttentionBackwardSuffix);
-  return backward || callee.contains(runtime::kAttentionForwardSuffix);
+  backward = kind.getValue() == "backward";
+  return true;
 }
 
 bool weft::mayWrite(Operation *op, Value buffer) {

@@ -31,7 +31,7 @@ struct Copy {
   AffineMap permutation;
 };
 
-std::optional<Copy> matchCopy(Operation *op) {
+std::optional<Copy> matchCopyOp(Operation *op) {
   if (auto copy = dyn_cast<memref::CopyOp>(op)) {
     auto type = dyn_cast<MemRefType>(copy.getTarget().getType());
     if (!type || !isa<MemRefType>(copy.getSource().getType()))
@@ -58,13 +58,23 @@ std::optional<Copy> matchCopy(Operation *op) {
               in.compose(inversePermutation(out))};
 }
 
+std::optional<Copy> matchCopy(Operation *op) {
+  std::optional<Copy> copy = matchCopyOp(op);
+  // A copy within one buffer moves nothing between two.
+  if (copy && weft::buffersMayAlias(copy->source, copy->target))
+    return std::nullopt;
+  return copy;
+}
+
 /// `source` seen with the dims of `permutation`'s domain: view[j] =
 /// source[permutation(j)], so view dim permutation(k) is source dim k.
 /// Null where the source's layout is not static.
 MemRefType permutedType(Value source, AffineMap permutation) {
   auto type = cast<MemRefType>(source.getType());
-  auto [strides, offset] = type.getStridesAndOffset();
-  if (!type.hasStaticShape() || ShapedType::isDynamic(offset) ||
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      !type.hasStaticShape() || ShapedType::isDynamic(offset) ||
       llvm::any_of(strides, ShapedType::isDynamic))
     return nullptr;
   SmallVector<int64_t> sizes(type.getRank()), viewStrides(type.getRank());
@@ -122,13 +132,18 @@ std::optional<Uses> usesOf(memref::AllocOp alloc, Operation *copy,
     if (!uses.last || uses.last->isBeforeInBlock(op))
       uses.last = op;
   };
+  if (alloc->getBlock() != block)
+    return std::nullopt;
+  // The copy may read the buffer through `copyChain`, which may have been
+  // made before the buffer's first write: the copy counts, not the view.
+  see(copy);
   for (OpOperand &use : alloc->getUses()) {
     Operation *user = use.getOwner();
     if (user->getBlock() != block)
       return std::nullopt;
-    see(user);
     if (user == copy || user == copyChain)
       continue;
+    see(user);
     if (auto cast = dyn_cast<memref::CastOp>(user);
         cast && isa<UnrankedMemRefType>(cast.getType())) {
       for (OpOperand &argument : cast->getUses()) {
@@ -211,7 +226,7 @@ bool foldIntoWriters(const Copy &copy) {
     return false;
   std::optional<Uses> uses =
       usesOf(alloc, copy.op, collapse, /*elementwise=*/true);
-  if (!uses || uses->first == copy.op || uses->first == collapse)
+  if (!uses || uses->first == copy.op)
     return false;
   // The view's type, and whether the calls can take it.
   auto targetType = cast<MemRefType>(copy.target.getType());
@@ -230,8 +245,7 @@ bool foldIntoWriters(const Copy &copy) {
     return false;
   // The buffer is written before the copy and only read after it, and
   // nothing else writes the target while it stands for the buffer.
-  Operation *end = uses->last->isBeforeInBlock(copy.op) ? copy.op : uses->last;
-  for (Operation *op = copy.op->getNextNode(); op != end->getNextNode();
+  for (Operation *op = copy.op->getNextNode(); op != uses->last->getNextNode();
        op = op->getNextNode())
     if (weft::mayWrite(op, buffer) || weft::mayWrite(op, copy.target))
       return false;
@@ -258,20 +272,17 @@ struct WeftFoldTransposesPass
     : public weft::impl::WeftFoldTransposesBase<WeftFoldTransposesPass> {
   void runOnOperation() override {
     // Later copies first: a gradient's copy into a concatenation folds
-    // before the transpose that fills the buffer it copies.
-    for (bool changed = true; changed;) {
-      changed = false;
-      SmallVector<Copy> copies;
-      getOperation()->walk([&](Operation *op) {
-        if (std::optional<Copy> copy = matchCopy(op))
-          copies.push_back(*copy);
-      });
-      for (const Copy &copy : llvm::reverse(copies))
-        if (foldIntoReaders(copy) || foldIntoWriters(copy)) {
-          changed = true;
-          break;
-        }
-    }
+    // before the transpose that fills the buffer it copies. A fold erases
+    // only its own copy (and the views, casts and allocation it made
+    // redundant), none of them another copy.
+    SmallVector<Operation *> candidates;
+    getOperation()->walk([&](Operation *op) {
+      if (matchCopy(op))
+        candidates.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(candidates))
+      if (std::optional<Copy> copy = matchCopy(op))
+        (void)(foldIntoReaders(*copy) || foldIntoWriters(*copy));
   }
 };
 

@@ -143,7 +143,21 @@ struct Widened {
   View view;
 };
 
-Widened widen(int64_t rank, void *descriptor) {
+/// Where element `e` (row-major over the sizes, broadcast dims skipped) of
+/// a widened copy lies in the bf16 view `narrow`.
+int64_t narrowIndex(const View &narrow, int64_t rank, int64_t e) {
+  int64_t index = narrow.offset;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (narrow.strides[d] == 0)
+      continue;
+    index += (e % narrow.sizes[d]) * narrow.strides[d];
+    e /= narrow.sizes[d];
+  }
+  return index;
+}
+
+/// `read`: its values; else only its shape (an output the GEMM overwrites).
+Widened widen(int64_t rank, void *descriptor, bool read = true) {
   View narrow = viewOf(rank, descriptor);
   const auto *bits = reinterpret_cast<const uint16_t *>(narrow.aligned);
   Widened wide;
@@ -156,16 +170,11 @@ Widened widen(int64_t rank, void *descriptor) {
     elements *= narrow.sizes[d];
   }
   wide.data.resize(elements);
+  if (read) {
 #pragma omp parallel for schedule(static)
-  for (int64_t e = 0; e < elements; ++e) {
-    int64_t source = narrow.offset, rest = e;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (narrow.strides[d] == 0)
-        continue;
-      source += (rest % narrow.sizes[d]) * narrow.strides[d];
-      rest /= narrow.sizes[d];
-    }
-    wide.data[e] = weft::runtime::bf16ToFloat(bits[source]);
+    for (int64_t e = 0; e < elements; ++e)
+      wide.data[e] =
+          weft::runtime::bf16ToFloat(bits[narrowIndex(narrow, rank, e)]);
   }
   wide.view = {wide.data.data(), 0, narrow.sizes, wide.strides.data()};
   return wide;
@@ -178,16 +187,9 @@ void narrowInto(const Widened &wide, int64_t rank, void *descriptor) {
   auto *bits = reinterpret_cast<uint16_t *>(narrow.aligned);
   auto elements = int64_t(wide.data.size());
 #pragma omp parallel for schedule(static)
-  for (int64_t e = 0; e < elements; ++e) {
-    int64_t target = narrow.offset, rest = e;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (narrow.strides[d] == 0)
-        continue;
-      target += (rest % narrow.sizes[d]) * narrow.strides[d];
-      rest /= narrow.sizes[d];
-    }
-    bits[target] = weft::runtime::floatToBf16(wide.data[e]);
-  }
+  for (int64_t e = 0; e < elements; ++e)
+    bits[narrowIndex(narrow, rank, e)] =
+        weft::runtime::floatToBf16(wide.data[e]);
 }
 
 } // namespace
@@ -210,12 +212,13 @@ extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
 
 /// bf16 inputs accumulated in f32 and rounded once into a bf16 c (a GEMM
 /// that writes its inputs' type, as cuBLAS does with a bf16 c): c widened
-/// where the product adds to it, the f32 GEMM, then c rounded.
+/// where the product adds to it (else only allocated), the f32 GEMM, then c
+/// rounded.
 extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
                                     int64_t accumulate) {
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
-  Widened c = widen(rankC, descC);
+  Widened c = widen(rankC, descC, /*read=*/accumulate != 0);
   gemm(a.view, b.view, c.view, rankC, accumulate != 0);
   narrowInto(c, rankC, descC);
 }

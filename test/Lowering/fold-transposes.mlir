@@ -1,8 +1,9 @@
 // RUN: weft-opt %s -split-input-file --weft-fold-transposes | FileCheck %s
 
-// q, k and v as the head split of one projection ([B, S, H, D] slices of
-// [B, S, 3 * H * D]) transposed to [B, H, S, D] for the fused attention:
-// the calls read the slices through permuted views, the copies go.
+// A head split of one projection (a [B, S, H, D] slice of [B, S, 3 * H *
+// D]) transposed to [B, H, S, D] for the fused attention, which reads it
+// (here as q, k and v at once): the call reads the slice through a
+// permuted view, the copy goes.
 // CHECK-LABEL: func.func @read_heads
 // CHECK-NOT:     linalg.generic
 // CHECK:         %[[Q:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [2, 4, 16, 16], strides: [3072, 16, 192, 1]
@@ -10,7 +11,7 @@
 // CHECK:         call @weft_cuda_attention_forward_bf16(%[[CAST]], %[[CAST]], %[[CAST]], %[[CAST]],
 #head = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
-func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64)
+func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64) attributes {weft.fused_attention = "forward"}
 func.func @read_heads(%qkv: memref<2x16x192xbf16>, %out: memref<2x4x16x16xbf16>, %lse: memref<2x4x16xf32>) {
   %flags = arith.constant 1 : i64
   %scale = arith.constant 0.25 : f64
@@ -37,7 +38,7 @@ func.func @read_heads(%qkv: memref<2x16x192xbf16>, %out: memref<2x4x16x16xbf16>,
 // CHECK:         call @weft_cuda_attention_forward_bf16
 #head = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
-func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64)
+func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64) attributes {weft.fused_attention = "forward"}
 func.func @source_rewritten(%heads: memref<2x16x4x16xbf16>, %out: memref<2x4x16x16xbf16>, %lse: memref<2x4x16xf32>) {
   %flags = arith.constant 1 : i64
   %scale = arith.constant 0.25 : f64
@@ -97,8 +98,8 @@ func.func @other_reader(%heads: memref<2x16x4x16xbf16>, %w: memref<16x16xbf16>, 
 // CHECK:         return %[[OUT]], %[[GRADS]]
 #head = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
-func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64)
-func.func private @weft_cuda_attention_backward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64, f64)
+func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64) attributes {weft.fused_attention = "forward"}
+func.func private @weft_cuda_attention_backward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64, f64) attributes {weft.fused_attention = "backward"}
 func.func @write_heads(%q: memref<2x4x16x16xbf16>, %lse: memref<2x4x16xf32>, %dout: memref<2x4x16x16xbf16>, %dk: memref<2x4x16x16xbf16>, %dv: memref<2x4x16x16xbf16>) -> (memref<2x16x4x16xbf16>, memref<2x16x192xbf16>) {
   %flags = arith.constant 1 : i64
   %scale = arith.constant 0.25 : f64
@@ -140,7 +141,7 @@ func.func @write_heads(%q: memref<2x4x16x16xbf16>, %lse: memref<2x4x16xf32>, %do
 // CHECK:         linalg.generic {{.*}} ins(%[[O:.*]] : memref<2x4x16x16xbf16>)
 #head = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
-func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64)
+func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64) attributes {weft.fused_attention = "forward"}
 func.func @target_read_before(%q: memref<2x4x16x16xbf16>, %lse: memref<2x4x16xf32>, %out: memref<2x16x4x16xbf16>, %copy: memref<2x16x4x16xbf16>) {
   %flags = arith.constant 1 : i64
   %scale = arith.constant 0.25 : f64
@@ -157,6 +158,78 @@ func.func @target_read_before(%q: memref<2x4x16x16xbf16>, %lse: memref<2x4x16xf3
   linalg.generic {indexing_maps = [#head, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%o : memref<2x4x16x16xbf16>) outs(%out : memref<2x16x4x16xbf16>) {
   ^bb0(%in: bf16, %x: bf16):
     linalg.yield %in : bf16
+  }
+  return
+}
+
+// -----
+
+// An elementwise result copied into a concatenation's slice: the op writes
+// the slice itself (on every target; no attention involved).
+// CHECK-LABEL: func.func @into_slice
+// CHECK:         %[[ALL:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK:         %[[SLOT:.*]] = memref.subview %[[ALL]][0, 4] [4, 4] [1, 1]
+// CHECK:         linalg.generic {{.*}} outs(%[[SLOT]] : memref<4x4xf32, strided<[8, 1], offset: 4>>)
+// CHECK-NOT:     memref.copy
+// CHECK:         return %[[ALL]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @into_slice(%x: memref<4x4xf32>) -> memref<4x8xf32> {
+  %part = memref.alloc() : memref<4x4xf32>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : memref<4x4xf32>) outs(%part : memref<4x4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %two = arith.addf %in, %in : f32
+    linalg.yield %two : f32
+  }
+  %all = memref.alloc() : memref<4x8xf32>
+  %slot = memref.subview %all[0, 4] [4, 4] [1, 1] : memref<4x8xf32> to memref<4x4xf32, strided<[8, 1], offset: 4>>
+  memref.copy %part, %slot : memref<4x4xf32> to memref<4x4xf32, strided<[8, 1], offset: 4>>
+  return %all : memref<4x8xf32>
+}
+
+// -----
+
+// The target is written after the copy while the buffer is still read:
+// the reader must see the copied values, so the copy stays.
+// CHECK-LABEL: func.func @target_rewritten
+// CHECK:         memref.copy
+// CHECK:         linalg.fill
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @target_rewritten(%x: memref<4x4xf32>, %t: memref<4x4xf32>, %y: memref<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %part = memref.alloc() : memref<4x4xf32>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : memref<4x4xf32>) outs(%part : memref<4x4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  memref.copy %part, %t : memref<4x4xf32> to memref<4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<4x4xf32>)
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%part : memref<4x4xf32>) outs(%y : memref<4x4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+
+// -----
+
+// A buffer allocated outside the loop whose body copies it: each
+// iteration's first use may read the last one's value, so the copy stays.
+// CHECK-LABEL: func.func @buffer_outside_loop
+// CHECK:         scf.for
+// CHECK:           memref.copy
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @buffer_outside_loop(%x: memref<4x4xf32>, %t: memref<4x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %part = memref.alloc() : memref<4x4xf32>
+  scf.for %i = %c0 to %c3 step %c1 {
+    linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : memref<4x4xf32>) outs(%part : memref<4x4xf32>) {
+    ^bb0(%in: f32, %o: f32):
+      %s = arith.addf %in, %o : f32
+      linalg.yield %s : f32
+    }
+    memref.copy %part, %t : memref<4x4xf32> to memref<4x4xf32>
   }
   return
 }

@@ -25,8 +25,10 @@ namespace weft {
 /// not; anything else may.
 bool buffersMayAlias(mlir::Value a, mlir::Value b);
 
-/// The ranked memref an unranked call argument casts (else `memref`).
-mlir::Value rankedArgument(mlir::Value memref);
+/// Whether the memref operand `operand` (a call's unranked argument is the
+/// memref it casts) may share bytes with `buffer`; an operand of unknown
+/// origin may.
+bool operandMayAlias(mlir::Value operand, mlir::Value buffer);
 
 /// Whether `op` (or an op in it) reads or writes bytes of `buffer`. After
 /// weft-plan-buffers, buffers whose lives do not overlap share bytes, and

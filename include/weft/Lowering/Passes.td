@@ -62,10 +62,13 @@ def WeftFoldTransposes : Pass<"weft-fold-transposes"> {
       a permuted view of its source (a `memref.reinterpret_cast` with the
       strides permuted), which nothing writes until the last of them;
     - a copy out of a buffer that only fused attention calls and
-      elementwise ops use goes: that buffer becomes a view of the copy's
-      target (permuted back, or reshaped where the copy read a
-      `memref.collapse_shape` of it), which nothing else touches from the
-      buffer's first write to the copy, nor writes until its last use.
+      all-parallel `linalg.generic`s (elementwise ops, other copies) use
+      goes: that buffer becomes a view of the copy's target (permuted
+      back, or reshaped where the copy read a `memref.collapse_shape` of
+      it), which nothing else touches from the buffer's first use to the
+      copy, nor writes until its last use. This one applies on every
+      target: an elementwise result copied into a concatenation's slice is
+      written there directly, on the CPU too.
 
     Copies are permutation-only `linalg.generic`s and `memref.copy`. No
     element changes: the calls read and write the same numbers at other

@@ -30,7 +30,6 @@ namespace {
 
 using weft::canHoist;
 using weft::hoist;
-using weft::rankedArgument;
 using weft::touches;
 
 /// The type of a view of `memref` (indexed by `map`) with dims `loops`:
@@ -104,13 +103,9 @@ bool onlyOverwrites(Operation *op, Value buffer, StringRef gemmCallee) {
       call && call.getCallee().starts_with(gemmCallee) &&
       call.getNumOperands() == 4) {
     std::optional<int64_t> accumulate = getConstantIntValue(call.getOperand(3));
-    auto aliases = [&](Value operand) {
-      Value ranked = rankedArgument(operand);
-      return !isa<MemRefType>(ranked.getType()) ||
-             weft::buffersMayAlias(ranked, buffer);
-    };
-    return accumulate == 0 && !aliases(call.getOperand(0)) &&
-           !aliases(call.getOperand(1));
+    return accumulate == 0 &&
+           !weft::operandMayAlias(call.getOperand(0), buffer) &&
+           !weft::operandMayAlias(call.getOperand(1), buffer);
   }
   // A fused attention's outputs (weft/runtime/Contract.h).
   if (isa<func::CallOp>(op)) {
@@ -119,12 +114,9 @@ bool onlyOverwrites(Operation *op, Value buffer, StringRef gemmCallee) {
       return false;
     for (auto [index, operand] : llvm::enumerate(op->getOperands()))
       if (isa<BaseMemRefType>(operand.getType()) &&
-          !weft::runtime::attentionOverwrites(backward, index)) {
-        Value ranked = rankedArgument(operand);
-        if (!isa<MemRefType>(ranked.getType()) ||
-            weft::buffersMayAlias(ranked, buffer))
-          return false;
-      }
+          !weft::runtime::attentionOverwrites(backward, index) &&
+          weft::operandMayAlias(operand, buffer))
+        return false;
     return true;
   }
   // A loop nest (a row kernel) that only stores into the buffers it

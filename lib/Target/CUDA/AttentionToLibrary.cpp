@@ -73,6 +73,11 @@ FlatSymbolRefAttr declareKernel(ModuleOp module, StringRef callee,
     auto decl = func::FuncOp::create(builder, module.getLoc(), name,
                                      FunctionType::get(ctx, inputs, {}));
     decl.setPrivate();
+    decl->setAttr(kFusedAttentionAttrName,
+                  builder.getStringAttr(StringRef(suffix) ==
+                                                runtime::kAttentionForwardSuffix
+                                            ? "forward"
+                                            : "backward"));
   }
   return FlatSymbolRefAttr::get(ctx, name);
 }

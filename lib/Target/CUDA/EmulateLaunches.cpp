@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -516,9 +517,10 @@ LogicalResult PhasedLaunch::emulate() {
 /// launch was: the values it uses become arguments, constants are copied
 /// in. A host function with hundreds of emulated kernels in its body would
 /// cost LLVM time superlinear in its size; a GPU's kernels are functions
-/// too. The function is never inlined.
+/// too. The function is never inlined; `symbols` renames it where the
+/// name is taken.
 gpu::LaunchOp outlineLaunch(gpu::LaunchOp launch, StringRef name,
-                            OpBuilder &b) {
+                            SymbolTable &symbols, OpBuilder &b) {
   llvm::SetVector<Value> used(launch->getOperands().begin(),
                               launch->getOperands().end());
   getUsedValuesDefinedAbove(launch.getBody(), used);
@@ -538,6 +540,7 @@ gpu::LaunchOp outlineLaunch(gpu::LaunchOp launch, StringRef name,
       b, launch.getLoc(), name,
       b.getFunctionType(ValueRange(arguments).getTypes(), {}));
   kernel.setPrivate();
+  symbols.insert(kernel);
   kernel->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
   Block *body = kernel.addEntryBlock();
   b.setInsertionPointToStart(body);
@@ -636,6 +639,7 @@ struct WeftGpuEmulateLaunchesPass
         ops.push_back(op);
     });
     AccessChecker checker(module);
+    SymbolTable symbols(module);
     llvm::DenseMap<Operation *, int64_t> launchesPerFunction;
     IRRewriter rewriter(&getContext());
     for (Operation *op : ops) {
@@ -648,7 +652,7 @@ struct WeftGpuEmulateLaunchesPass
         launch = outlineLaunch(
             launch,
             (host.getSymName() + "_kernel_" + std::to_string(index)).str(),
-            rewriter);
+            symbols, rewriter);
         SmallVector<gpu::LaunchOp> parts = splitMergedLaunch(launch, rewriter);
         for (auto [k, part] : llvm::enumerate(parts)) {
           if (k)

@@ -4,6 +4,7 @@
 
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Dialect/Weft/Transforms/StepPhases.h"
+#include "weft/Lowering/BufferAliases.h"
 #include "weft/Target/CUDA/CUDATarget.h"
 #include "weft/Target/CUDA/Passes.h"
 #include "weft/runtime/Contract.h"
@@ -389,9 +390,8 @@ std::string nodeName(Location loc) {
 
 /// A call of a fused attention kernel (weft-attention-to-library).
 bool isAttentionCall(func::CallOp call) {
-  StringRef callee = call.getCallee();
-  return callee.consume_front(weft::kCudaAttention) ||
-         callee.consume_front(weft::kEmulatedAttention);
+  bool backward;
+  return weft::isFusedAttentionCall(call, backward);
 }
 
 class ReportBuilder {
@@ -550,8 +550,9 @@ void ReportBuilder::addAttention(func::CallOp call) {
   for (Value operand : call.getOperands())
     if (auto cast = operand.getDefiningOp<memref::CastOp>())
       views.push_back(dyn_cast<MemRefType>(cast.getSource().getType()));
-  bool forward =
-      call.getCallee().contains(weft::runtime::kAttentionForwardSuffix);
+  bool backward = false;
+  weft::isFusedAttentionCall(call, backward);
+  bool forward = !backward;
   NamedAttrList entry = common(call, "attention");
   entry.append("library", b.getStringAttr(forward ? "cuDNN SDPA forward"
                                                   : "cuDNN SDPA backward"));

@@ -573,3 +573,14 @@ func.func @norm_wider_result(%x: tensor<2x16x64xbf16>, %g: tensor<64xbf16>) {
   %0 = weft.layer_norm %x, %g {axis = 2, epsilon = 1.0e-05 : f64} : tensor<2x16x64xbf16>, tensor<64xbf16> -> tensor<2x16x64xf32>
   return
 }
+
+// -----
+
+// A fused attention kernel's declaration says which signature it has.
+// expected-error @+1 {{'weft.fused_attention' must be "forward" or "backward" on a function}}
+func.func private @weft_cuda_attention_sideways_bf16(memref<*xbf16>) attributes {weft.fused_attention = "sideways"}
+
+// -----
+
+// expected-error @+1 {{'weft.block_segments' must be an ascending i64 array starting at 0 on a gpu.launch}}
+func.func private @not_a_launch() attributes {weft.block_segments = array<i64: 0, 4>}

@@ -4,8 +4,8 @@
 // A bf16 attention and its backward: the forward saves its log-sum-exp,
 // the backward reads it, and both call the fused kernels, declared with the
 // runtime contract's signatures.
-// CHECK-DAG: func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64)
-// CHECK-DAG: func.func private @weft_cuda_attention_backward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64, f64)
+// CHECK-DAG: func.func private @weft_cuda_attention_forward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64, f64) attributes {weft.fused_attention = "forward"}
+// CHECK-DAG: func.func private @weft_cuda_attention_backward_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64, f64) attributes {weft.fused_attention = "backward"}
 // CHECK-LABEL: func.func @forward_and_backward
 // CHECK: %[[O:.*]], %[[LSE:.*]] = weft.attention %arg0, %arg1, %arg2 <{causal, save_log_sum_exp}> {weft.library_call = @weft_cuda_attention_forward_bf16}
 // CHECK: weft.attention_grad %arg0, %arg1, %arg2, %[[O]], %arg3 log_sum_exp(%[[LSE]] : tensor<1x4x16xf32>) <{causal}> {weft.library_call = @weft_cuda_attention_backward_bf16}

@@ -52,7 +52,10 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     op after the GEMM only rounds `c` but moves its elements (a
     transpose), the GEMM writes bf16 into the first half of `c`'s own
     bytes (`c` a view of the arena) and that op reads them as they are.
-    Either is exact: the rounding happens once, where it did. The next op
+    Where `c` starts from zeros either is exact: the rounding happens once,
+    where it did. Where a bias initializes `c`, the bias is rounded to bf16
+    before the product adds to it: two roundings (a cuBLASLt bias
+    epilogue would add it in f32). The next op
     on `c`'s bytes after the rounding must only write them (a fill, a
     linalg op that never reads them, a GEMM with beta = 0, a fused
     attention's outputs, a loop nest that only stores there): `c`'s life

@@ -64,6 +64,15 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be an integer";
     return success();
   }
+  if (name == kFusedAttentionAttrName) {
+    auto kind = llvm::dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !kind ||
+        (kind.getValue() != "forward" && kind.getValue() != "backward"))
+      return op->emitError() << "'" << name
+                             << "' must be \"forward\" or \"backward\" on a "
+                                "function";
+    return success();
+  }
   if (name == kBlockSegmentsAttrName) {
     auto starts = llvm::dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (op->getName().getStringRef() != "gpu.launch" || !starts ||

@@ -28,6 +28,12 @@ inline constexpr llvm::StringLiteral kBlockSegmentsAttrName =
 /// On a `weft.attention` or `weft.attention_grad`: the runtime function it
 /// bufferizes into, a fused kernel (weft-attention-to-library; a symbol).
 inline constexpr llvm::StringLiteral kLibraryCallAttrName = "weft.library_call";
+/// On the declaration of a fused attention kernel (weft-attention-to-
+/// library): "forward" or "backward", the signatures of
+/// weft/runtime/Contract.h. Passes that reason about memory read which
+/// arguments a call overwrites from it, not from the function's name.
+inline constexpr llvm::StringLiteral kFusedAttentionAttrName =
+    "weft.fused_attention";
 
 } // namespace weft
 
