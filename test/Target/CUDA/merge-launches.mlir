@@ -307,3 +307,32 @@ func.func @column_slices(%x: memref<8x192xf32>) {
   }
   return
 }
+
+// -----
+
+// The second kernel overwrites what the first reads (write after read):
+// in one launch its blocks could run before the first's reads, so two
+// launches, in order.
+// CHECK-LABEL: func.func @overwrites_read
+// CHECK:         gpu.launch
+// CHECK:           memref.load %arg0
+// CHECK:         gpu.launch
+// CHECK:           memref.store {{.*}} %arg0
+// CHECK-NOT:     weft.block_segments
+func.func @overwrites_read(%x: memref<256xf32>, %y: memref<256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%tx] : memref<256xf32>
+    memref.store %v, %y[%tx] : memref<256xf32>
+    gpu.terminator
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    memref.store %one, %x[%tx] : memref<256xf32>
+    gpu.terminator
+  }
+  return
+}
