@@ -1,6 +1,7 @@
 //===- BufferAliases.cpp - Which buffers of host code may share bytes -----===//
 
 #include "weft/Lowering/BufferAliases.h"
+#include "weft/Lowering/Memrefs.h"
 
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/runtime/Contract.h"
@@ -25,11 +26,6 @@ struct Extent {
   std::optional<std::pair<int64_t, int64_t>> bytes; // [begin, end)
 };
 
-int64_t elementBytes(MemRefType type) {
-  Type element = type.getElementType();
-  return element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8;
-}
-
 Extent extentOf(Value memref) {
   // The bytes the view's own layout reaches from its aligned pointer.
   auto type = cast<MemRefType>(memref.getType());
@@ -41,7 +37,7 @@ Extent extentOf(Value memref) {
       int64_t last = offset;
       for (auto [size, stride] : llvm::zip(type.getShape(), strides))
         last += (size - 1) * stride;
-      int64_t size = elementBytes(type);
+      int64_t size = weft::elementBytes(type);
       bytes = type.getNumElements()
                   ? std::pair{offset * size, (last + 1) * size}
                   : std::pair{offset * size, offset * size};
@@ -123,7 +119,7 @@ std::optional<Band> bandOf(Value memref, int64_t firstByte) {
   auto [strides, offset] = type.getStridesAndOffset();
   if (!type.hasStaticShape() || llvm::any_of(strides, ShapedType::isDynamic))
     return std::nullopt;
-  int64_t bytes = elementBytes(type);
+  int64_t bytes = weft::elementBytes(type);
   // (stride, size) in bytes of the dims that step, outermost first, with
   // contiguous neighbours merged.
   SmallVector<std::pair<int64_t, int64_t>> dims;

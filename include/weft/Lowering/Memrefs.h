@@ -14,6 +14,13 @@ inline bool isContiguousMemRef(mlir::Type type) {
   return memref && memref.getLayout().isIdentity();
 }
 
+/// The bytes of one element of the shaped type `type` (an index or other
+/// non-numeric element: 8).
+inline int64_t elementBytes(mlir::Type type) {
+  mlir::Type element = llvm::cast<mlir::ShapedType>(type).getElementType();
+  return element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8;
+}
+
 } // namespace weft
 
 #endif // WEFT_LOWERING_MEMREFS_H

@@ -3,6 +3,7 @@
 #include "LaunchMemory.h"
 
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
+#include "weft/Lowering/Memrefs.h"
 #include "weft/Target/CUDA/Passes.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -157,9 +158,7 @@ Value AccessChecker::stringAddress(OpBuilder &b, gpu::LaunchOp launch,
 void AccessChecker::checkAccess(OpBuilder &b, Location loc, Value memref,
                                 ValueRange indices, bool isWrite, Value name) {
   auto type = cast<MemRefType>(memref.getType());
-  Type element = type.getElementType();
-  int64_t elementBytes =
-      element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8;
+  int64_t elementBytes = weft::elementBytes(type);
   auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
   // The element's place: offset + sum(index * stride), in elements.
   Value linear = metadata.getOffset();

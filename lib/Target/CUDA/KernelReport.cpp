@@ -5,6 +5,7 @@
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Dialect/Weft/Transforms/StepPhases.h"
 #include "weft/Lowering/BufferAliases.h"
+#include "weft/Lowering/Memrefs.h"
 #include "weft/Target/CUDA/CUDATarget.h"
 #include "weft/Target/CUDA/Passes.h"
 #include "weft/runtime/Contract.h"
@@ -350,22 +351,6 @@ bool dependsOnMemory(Value value, gpu::LaunchOp launch,
   });
 }
 
-/// The buffer defined outside `launch` an access inside it reaches: the
-/// views the kernel makes of it stripped.
-Value bufferOutside(Value memref, gpu::LaunchOp launch) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>()) {
-    if (!launch->isProperAncestor(view))
-      break;
-    memref = view.getViewSource();
-  }
-  return memref;
-}
-
-int64_t elementBytes(Type type) {
-  Type element = cast<ShapedType>(type).getElementType();
-  return element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8;
-}
-
 /// The distinct elements of a strided view: a broadcast dim (stride 0) is
 /// read once (a GEMM's broadcast batch, attention's mask).
 int64_t distinctElements(MemRefType type) {
@@ -453,7 +438,7 @@ LogicalResult ReportBuilder::addLaunch(gpu::LaunchOp launch) {
     Value memref = weft::deviceMemoryAccessed(op, launch);
     if (!memref)
       return;
-    Traffic &buffer = traffic[bufferOutside(memref, launch)];
+    Traffic &buffer = traffic[weft::bufferOutside(memref, launch)];
     bool writes = isa<memref::StoreOp, memref::AtomicRMWOp>(op);
     (writes ? buffer.writes : buffer.reads) += times;
     if (isa<memref::AtomicRMWOp>(op))
@@ -477,8 +462,8 @@ LogicalResult ReportBuilder::addLaunch(gpu::LaunchOp launch) {
     if (size < 0)
       exact = false;
     elements += touched(counts.reads) + touched(counts.writes);
-    bytesRead += touched(counts.reads) * double(elementBytes(type));
-    bytesWritten += touched(counts.writes) * double(elementBytes(type));
+    bytesRead += touched(counts.reads) * double(weft::elementBytes(type));
+    bytesWritten += touched(counts.writes) * double(weft::elementBytes(type));
   }
   NamedAttrList entry = common(launch, "kernel");
   entry.append("grid", integers(counter.grid));
@@ -514,9 +499,9 @@ void ReportBuilder::addGemm(func::CallOp call) {
     int64_t m = c[c.size() - 2], n = c.back(), k = a.back(), batch = 1;
     for (int64_t size : c.drop_back(2))
       batch *= size;
-    int64_t aBytes = distinctElements(views[0]) * elementBytes(views[0]),
-            bBytes = distinctElements(views[1]) * elementBytes(views[1]),
-            cBytes = distinctElements(views[2]) * elementBytes(views[2]);
+    int64_t aBytes = distinctElements(views[0]) * weft::elementBytes(views[0]),
+            bBytes = distinctElements(views[1]) * weft::elementBytes(views[1]),
+            cBytes = distinctElements(views[2]) * weft::elementBytes(views[2]);
     // c += a * b reads c as well as writing it; c = a * b (beta = 0) only
     // writes it.
     std::optional<int64_t> accumulate =
@@ -585,7 +570,8 @@ void ReportBuilder::addAttention(func::CallOp call) {
     if (isBias && !biased)
       continue;
     bool isResult = forward ? index >= 4 : index >= 7;
-    (isResult ? written : read) += distinctElements(view) * elementBytes(view);
+    (isResult ? written : read) +=
+        distinctElements(view) * weft::elementBytes(view);
     elements += distinctElements(view);
   }
   entry.append("shape", integers({batch, heads, s, t, d, dv}));
@@ -647,7 +633,8 @@ DictionaryAttr ReportBuilder::finish() {
     entry.append("kind", b.getStringAttr(key.first));
     entry.append("type", b.getStringAttr(text));
     entry.append("shape", integers(type.getShape()));
-    entry.append("element_bits", b.getI64IntegerAttr(elementBytes(type) * 8));
+    entry.append("element_bits",
+                 b.getI64IntegerAttr(weft::elementBytes(type) * 8));
     entry.append("elements", b.getI64IntegerAttr(elements));
     entry.append("count", b.getI64IntegerAttr(count));
     bufferList.push_back(entry.getDictionary(b.getContext()));

@@ -22,6 +22,18 @@ inline mlir::Value viewedBuffer(mlir::Value memref) {
   return memref;
 }
 
+/// The buffer defined outside `launch` an access inside it reaches: the
+/// views the kernel makes of it stripped.
+inline mlir::Value bufferOutside(mlir::Value memref,
+                                 mlir::gpu::LaunchOp launch) {
+  while (auto view = memref.getDefiningOp<mlir::ViewLikeOpInterface>()) {
+    if (!launch->isProperAncestor(view))
+      break;
+    memref = view.getViewSource();
+  }
+  return memref;
+}
+
 /// Whether `memref` is memory of one thread (a stack buffer the kernel
 /// made) rather than device memory.
 inline bool isThreadPrivate(mlir::Value memref, mlir::gpu::LaunchOp launch) {

@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LaunchMemory.h"
+
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Lowering/BufferAliases.h"
 #include "weft/Target/CUDA/Passes.h"
@@ -64,12 +66,7 @@ Kernel describe(gpu::LaunchOp launch) {
         continue;
       // The buffer outside the kernel that this use reaches through the
       // kernel's own views.
-      Value buffer = operand;
-      while (auto view = buffer.getDefiningOp<ViewLikeOpInterface>()) {
-        if (!launch->isProperAncestor(view))
-          break;
-        buffer = view.getViewSource();
-      }
+      Value buffer = weft::bufferOutside(operand, launch);
       if (!captured.contains(buffer))
         continue;
       if (isa<ViewLikeOpInterface>(op) &&
