@@ -83,6 +83,29 @@ RootKind kindOf(Value root) {
 }
 
 bool mayAlias(Value a, Value b, unsigned depth);
+bool rootsMayAliasAt(Value x, Value y, unsigned depth);
+
+/// The calls of `function`, or none where its symbol has other uses.
+using CallSites = std::optional<SmallVector<func::CallOp>>;
+
+CallSites findCallSites(func::FuncOp function) {
+  auto module = function->getParentOfType<ModuleOp>();
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(function, module);
+  if (!uses)
+    return std::nullopt;
+  SmallVector<func::CallOp> calls;
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    auto call = dyn_cast<func::CallOp>(use.getUser());
+    if (!call)
+      return std::nullopt;
+    calls.push_back(call);
+  }
+  return calls;
+}
+
+/// The call sites found while a weft::CallSitesCache lives on this thread.
+thread_local llvm::DenseMap<Operation *, CallSites> *callSitesCache = nullptr;
 
 bool argumentsMayAlias(BlockArgument a, BlockArgument b, unsigned depth) {
   auto function = cast<func::FuncOp>(a.getOwner()->getParentOp());
@@ -90,19 +113,22 @@ bool argumentsMayAlias(BlockArgument a, BlockArgument b, unsigned depth) {
     return false;
   if (depth > 8)
     return true;
-  auto module = function->getParentOfType<ModuleOp>();
-  std::optional<SymbolTable::UseRange> uses =
-      SymbolTable::getSymbolUses(function, module);
-  if (!uses)
+  CallSites found;
+  const CallSites *calls = &found;
+  if (callSitesCache) {
+    auto [it, inserted] = callSitesCache->try_emplace(function);
+    if (inserted)
+      it->second = findCallSites(function);
+    calls = &it->second;
+  } else {
+    found = findCallSites(function);
+  }
+  if (!*calls)
     return true;
-  for (const SymbolTable::SymbolUse &use : *uses) {
-    auto call = dyn_cast<func::CallOp>(use.getUser());
-    if (!call)
-      return true;
+  for (func::CallOp call : **calls)
     if (mayAlias(call.getOperand(a.getArgNumber()),
                  call.getOperand(b.getArgNumber()), depth + 1))
       return true;
-  }
   return false;
 }
 
@@ -163,20 +189,26 @@ bool mayAlias(Value a, Value b, unsigned depth) {
            (bx->start < by->start + by->width &&
             by->start < bx->start + bx->width);
   }
-  RootKind kx = kindOf(x.root), ky = kindOf(y.root);
+  return rootsMayAliasAt(x.root, y.root, depth);
+}
+
+bool rootsMayAliasAt(Value x, Value y, unsigned depth) {
+  if (x == y)
+    return true;
+  RootKind kx = kindOf(x), ky = kindOf(y);
   if (kx == RootKind::Unknown || ky == RootKind::Unknown)
     return true;
   if (kx == RootKind::Allocation || ky == RootKind::Allocation)
     return false;
   if (kx == RootKind::Global && ky == RootKind::Global)
-    return x.root.getDefiningOp<memref::GetGlobalOp>().getName() ==
-           y.root.getDefiningOp<memref::GetGlobalOp>().getName();
+    return x.getDefiningOp<memref::GetGlobalOp>().getName() ==
+           y.getDefiningOp<memref::GetGlobalOp>().getName();
   if (kx == RootKind::Argument && ky == RootKind::Argument)
-    return argumentsMayAlias(cast<BlockArgument>(x.root),
-                             cast<BlockArgument>(y.root), depth);
+    return argumentsMayAlias(cast<BlockArgument>(x), cast<BlockArgument>(y),
+                             depth);
   // A global and an argument: distinct unless a private function is passed
   // the global.
-  Value arg = kx == RootKind::Argument ? x.root : y.root;
+  Value arg = kx == RootKind::Argument ? x : y;
   return !cast<func::FuncOp>(arg.getParentBlock()->getParentOp()).isPublic();
 }
 
@@ -184,8 +216,24 @@ bool mayAlias(Value a, Value b, unsigned depth) {
 
 bool weft::buffersMayAlias(Value a, Value b) { return mayAlias(a, b, 0); }
 
-/// The ranked memref an unranked call argument casts (else `memref`).
-static Value rankedArgument(Value memref) {
+Value weft::aliasRoot(Value memref) { return extentOf(memref).root; }
+
+struct weft::CallSitesCache::Found {
+  llvm::DenseMap<Operation *, CallSites> calls;
+};
+
+weft::CallSitesCache::CallSitesCache()
+    : found(std::make_unique<Found>()), outer(callSitesCache) {
+  callSitesCache = &found->calls;
+}
+
+weft::CallSitesCache::~CallSitesCache() {
+  callSitesCache = static_cast<llvm::DenseMap<Operation *, CallSites> *>(outer);
+}
+
+bool weft::rootsMayAlias(Value a, Value b) { return rootsMayAliasAt(a, b, 0); }
+
+Value weft::rankedArgument(Value memref) {
   if (isa<UnrankedMemRefType>(memref.getType()))
     if (auto cast = memref.getDefiningOp<memref::CastOp>())
       return cast.getSource();
@@ -212,11 +260,21 @@ bool weft::touches(Operation *op, Value buffer) {
       .wasInterrupted();
 }
 
-bool weft::isFusedAttentionCall(Operation *op, bool &backward) {
+/// The function `op` calls, if it is a call of a known one.
+static func::FuncOp calleeOf(Operation *op) {
   auto call = dyn_cast<func::CallOp>(op);
-  auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                           call, call.getCalleeAttr())
-                     : func::FuncOp();
+  return call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                    call, call.getCalleeAttr())
+              : func::FuncOp();
+}
+
+bool weft::isGemmCall(Operation *op) {
+  func::FuncOp callee = calleeOf(op);
+  return callee && callee->hasAttr(weft::kGemmAttrName);
+}
+
+bool weft::isFusedAttentionCall(Operation *op, bool &backward) {
+  func::FuncOp callee = calleeOf(op);
   auto kind =
       callee ? callee->getAttrOfType<StringAttr>(weft::kFusedAttentionAttrName)
              : StringAttr();
@@ -226,13 +284,20 @@ bool weft::isFusedAttentionCall(Operation *op, bool &backward) {
   return true;
 }
 
+bool weft::libraryCallWrites(Operation *call, unsigned index) {
+  if (bool backward; isFusedAttentionCall(call, backward))
+    return runtime::attentionOverwrites(backward, index);
+  return index == runtime::kGemmResultOperand;
+}
+
 bool weft::mayWrite(Operation *op, Value buffer) {
   return op
       ->walk([&](Operation *nested) {
-        if (bool backward; isFusedAttentionCall(nested, backward)) {
+        if (bool backward;
+            isFusedAttentionCall(nested, backward) || isGemmCall(nested)) {
           for (auto [index, operand] : llvm::enumerate(nested->getOperands()))
             if (isa<BaseMemRefType>(operand.getType()) &&
-                runtime::attentionOverwrites(backward, index) &&
+                libraryCallWrites(nested, index) &&
                 operandMayAlias(operand, buffer))
               return WalkResult::interrupt();
           return WalkResult::advance();

@@ -73,16 +73,10 @@ struct Tensor {
       fflush(nullptr);
       std::_Exit(1);
     }
-    if (view.sizes[last] == 0)
-      return;
     // A row: its elements one by one unless they are adjacent.
     int64_t rowElements = view.strides[last] == 0 ? 1 : view.sizes[last];
     bool contiguous = view.strides[last] <= 1;
-    std::vector<int64_t> index(last, 0);
-    while (true) {
-      int64_t start = view.offset;
-      for (int64_t d = 0; d < last; ++d)
-        start += index[d] * view.strides[d];
+    weft::runtime::forEachRow(rank, view, last, [&](int64_t start) {
       if (contiguous)
         weft::runtime::emulation::checkAccess(base, base + start * bytes,
                                               rowElements * bytes, isWrite,
@@ -92,19 +86,7 @@ struct Tensor {
           weft::runtime::emulation::checkAccess(
               base, base + (start + e * view.strides[last]) * bytes, bytes,
               isWrite, "fused attention operand", name);
-      // The next row; a broadcast dim (stride 0) has one.
-      int64_t d = last - 1;
-      for (; d >= 0; --d) {
-        int64_t extent = view.strides[d] == 0 ? 1 : view.sizes[d];
-        if (extent == 0)
-          return;
-        if (++index[d] < extent)
-          break;
-        index[d] = 0;
-      }
-      if (d < 0)
-        return;
-    }
+    });
   }
 };
 

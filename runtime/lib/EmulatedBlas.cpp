@@ -34,9 +34,11 @@ void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
                       int64_t elementBytes, bool isWrite) {
   using weft::runtime::View;
   View view = weft::runtime::viewOf(rank, descriptor);
-  if (!weft::runtime::columnMajorLayout(
+  std::optional<weft::runtime::ColumnMajorLayout> layout =
+      weft::runtime::columnMajorLayout(
           view.sizes[rank - 2], view.sizes[rank - 1], view.strides[rank - 2],
-          view.strides[rank - 1])) {
+          view.strides[rank - 1]);
+  if (!layout) {
     fprintf(stderr,
             "error: emulated CUDA GEMM (cuBLAS) operand %s has strides %" PRId64
             " and %" PRId64
@@ -46,17 +48,15 @@ void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
     fflush(nullptr);
     std::_Exit(1);
   }
-  int64_t low = view.offset, high = view.offset;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (view.sizes[d] == 0)
-      return;
-    int64_t span = (view.sizes[d] - 1) * view.strides[d];
-    (span < 0 ? low : high) += span;
-  }
+  // cuBLAS reads the matrix's contiguous lines (rows where it sees it
+  // transposed, else columns), not what lies between them.
+  int64_t inner = layout->transposed ? rank - 1 : rank - 2;
   auto base = reinterpret_cast<uintptr_t>(view.aligned);
-  weft::runtime::emulation::checkAccess(base, base + low * elementBytes,
-                                        (high - low + 1) * elementBytes,
-                                        isWrite, "GEMM (cuBLAS) operand", name);
+  weft::runtime::forEachRow(rank, view, inner, [&](int64_t start) {
+    weft::runtime::emulation::checkAccess(
+        base, base + start * elementBytes, view.sizes[inner] * elementBytes,
+        isWrite, "GEMM (cuBLAS) operand", name);
+  });
 }
 
 /// The checks a GPU would fail without, for `a` and `b` of `inputBytes`

@@ -16,6 +16,7 @@
 #include "weft/InitAllPasses.h"
 #include "weft/Support/CrashGuard.h"
 
+#include "mlir/IR/AsmState.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -268,6 +269,9 @@ int main(int argc, char **argv) {
   weft::installCrashGuard("weftc");
   llvm::InitLLVM init(argc, argv);
   weft::registerTestPasses();
+  // --emit=mlir prints as weft-opt does (--mlir-print-debuginfo: with the
+  // ONNX nodes' locations).
+  mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Weft compiler\n");
 

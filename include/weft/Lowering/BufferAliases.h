@@ -16,6 +16,8 @@
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 
+#include <memory>
+
 namespace weft {
 
 /// Whether the memrefs `a` and `b` may share bytes. A public function's
@@ -25,10 +27,37 @@ namespace weft {
 /// not; anything else may.
 bool buffersMayAlias(mlir::Value a, mlir::Value b);
 
+/// The value the views of `memref` start from: buffersMayAlias compares
+/// byte ranges of views of one root, and roots by rootsMayAlias.
+mlir::Value aliasRoot(mlir::Value memref);
+/// Whether views of the roots `a` and `b` may share bytes (any views of
+/// one root may).
+bool rootsMayAlias(mlir::Value a, mlir::Value b);
+
+/// While one lives, the questions above asked on this thread find the calls
+/// of a private function (whose arguments alias where its calls' operands
+/// do) once: for a pass that asks many of a module whose calls it does not
+/// change meanwhile.
+class CallSitesCache {
+public:
+  CallSitesCache();
+  ~CallSitesCache();
+  CallSitesCache(const CallSitesCache &) = delete;
+  CallSitesCache &operator=(const CallSitesCache &) = delete;
+
+private:
+  struct Found;
+  std::unique_ptr<Found> found;
+  void *outer; // the cache this one hides, if any
+};
+
 /// Whether the memref operand `operand` (a call's unranked argument is the
 /// memref it casts) may share bytes with `buffer`; an operand of unknown
 /// origin may.
 bool operandMayAlias(mlir::Value operand, mlir::Value buffer);
+
+/// The ranked memref a call's unranked argument casts (else `operand`).
+mlir::Value rankedArgument(mlir::Value operand);
 
 /// Whether `op` (or an op in it) reads or writes bytes of `buffer`. After
 /// weft-plan-buffers, buffers whose lives do not overlap share bytes, and
@@ -37,14 +66,21 @@ bool operandMayAlias(mlir::Value operand, mlir::Value buffer);
 bool touches(mlir::Operation *op, mlir::Value buffer);
 
 /// Whether `op` (or an op in it) may write or free bytes of `buffer`:
-/// by its memory effects, a fused attention call by the operands it
-/// overwrites (weft/runtime/Contract.h), any other call or op of unknown
+/// by its memory effects, a fused attention or GEMM call by the operands it
+/// writes (weft/runtime/Contract.h), any other call or op of unknown
 /// effects by every buffer it is given.
 bool mayWrite(mlir::Operation *op, mlir::Value buffer);
 
 /// Whether `call` is a fused attention kernel (weft/runtime/Contract.h);
 /// `backward` tells which.
 bool isFusedAttentionCall(mlir::Operation *call, bool &backward);
+
+/// Whether `call` is a GEMM library call (weft/runtime/Contract.h).
+bool isGemmCall(mlir::Operation *call);
+
+/// Whether the GEMM or fused attention call `call` writes its operand
+/// `index` (weft/runtime/Contract.h); it reads the others.
+bool libraryCallWrites(mlir::Operation *call, unsigned index);
 
 /// Whether the ops computing `value` after `before` in its block are pure
 /// (views, index arithmetic) or allocations, so they can move above it.

@@ -1,5 +1,6 @@
 //===- BlasContractions.cpp - GEMMs to BLAS, polynomial math --------------===//
 
+#include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Lowering/BufferAliases.h"
 #include "weft/Lowering/BufferFills.h"
 #include "weft/Lowering/Contractions.h"
@@ -469,6 +470,7 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       function += "_bf16";
     SmallVector<Value> args;
     SmallVector<Type> argTypes;
+    static_assert(runtime::kGemmResultOperand == 2, "gemm(a, b, c, ...)");
     for (Value v : {a, b, c}) {
       argTypes.push_back(UnrankedMemRefType::get(getElementTypeOrSelf(v), 0));
       args.push_back(memref::CastOp::create(rewriter, loc, argTypes.back(), v));
@@ -483,6 +485,7 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       auto decl = func::FuncOp::create(rewriter, loc, function,
                                        rewriter.getFunctionType(argTypes, {}));
       decl.setPrivate();
+      decl->setAttr(weft::kGemmAttrName, rewriter.getUnitAttr());
     }
     func::CallOp::create(rewriter, loc, function, TypeRange{}, args);
     rewriter.eraseOp(op);

@@ -189,7 +189,12 @@ public:
 
   /// Fails when the grid or the block has no constant size.
   LogicalResult count();
-  double executions(Operation *op) const { return runs.lookup(op->getBlock()); }
+  /// The parts of the launch (one unless it is a merged launch) and how
+  /// many times `op` runs in the blocks of `part`.
+  unsigned parts() const { return runs.size(); }
+  double executions(Operation *op, unsigned part) const {
+    return runs[part].lookup(op->getBlock());
+  }
   std::array<int64_t, 3> grid{}, block{};
   /// Whether every guard and loop bound was evaluated.
   bool exact = true;
@@ -197,7 +202,7 @@ public:
 private:
   gpu::LaunchOp launch;
   IndexEvaluator evaluate;
-  llvm::DenseMap<Block *, double> runs;
+  SmallVector<llvm::DenseMap<Block *, double>> runs; // per part
   llvm::DenseMap<Block *, double> runsInBlock;
   llvm::DenseMap<Block *, SmallVector<Operation *>> nestingOps;
 
@@ -247,6 +252,7 @@ LogicalResult ExecutionCounter::count() {
         {{0, 0, 0}, {grid[0] - 1, grid[1] - 1, grid[2] - 1}, blocks});
   }
   for (const Segment &segment : segments) {
+    llvm::DenseMap<Block *, double> &partRuns = runs.emplace_back();
     runsInBlock.clear();
     countBlock(segment.first);
     llvm::DenseMap<Block *, double> first = std::move(runsInBlock);
@@ -254,9 +260,10 @@ LogicalResult ExecutionCounter::count() {
     if (segment.blocks > 1)
       countBlock(segment.last);
     for (auto &[body, times] : first)
-      runs[body] += times * double(segment.blocks > 1 ? segment.blocks - 1 : 1);
+      partRuns[body] +=
+          times * double(segment.blocks > 1 ? segment.blocks - 1 : 1);
     for (auto &[body, times] : runsInBlock)
-      runs[body] += times;
+      partRuns[body] += times;
   }
   return success();
 }
@@ -429,20 +436,26 @@ LogicalResult ReportBuilder::addLaunch(gpu::LaunchOp launch) {
   struct Traffic {
     double reads = 0, writes = 0;
   };
-  llvm::MapVector<Value, Traffic> traffic;
+  // Each part of a merged launch reads and writes its buffers on its own
+  // (as the emulation counts them).
+  SmallVector<llvm::MapVector<Value, Traffic>> traffic(counter.parts());
   double flops = 0;
   bool exact = counter.exact;
   launch.getBody().walk([&](Operation *op) {
-    double times = counter.executions(op);
-    flops += times * double(flopsOf(op));
     Value memref = weft::deviceMemoryAccessed(op, launch);
+    for (unsigned part = 0; part < counter.parts(); ++part) {
+      double times = counter.executions(op, part);
+      flops += times * double(flopsOf(op));
+      if (!memref || !times)
+        continue;
+      Traffic &buffer = traffic[part][weft::bufferOutside(memref, launch)];
+      bool writes = isa<memref::StoreOp, memref::AtomicRMWOp>(op);
+      (writes ? buffer.writes : buffer.reads) += times;
+      if (isa<memref::AtomicRMWOp>(op))
+        buffer.reads += times;
+    }
     if (!memref)
       return;
-    Traffic &buffer = traffic[weft::bufferOutside(memref, launch)];
-    bool writes = isa<memref::StoreOp, memref::AtomicRMWOp>(op);
-    (writes ? buffer.writes : buffer.reads) += times;
-    if (isa<memref::AtomicRMWOp>(op))
-      buffer.reads += times;
     ValueRange indices =
         isa<memref::LoadOp>(op)    ? cast<memref::LoadOp>(op).getIndices()
         : isa<memref::StoreOp>(op) ? cast<memref::StoreOp>(op).getIndices()
@@ -453,18 +466,19 @@ LogicalResult ReportBuilder::addLaunch(gpu::LaunchOp launch) {
         exact = false;
   });
   double bytesRead = 0, bytesWritten = 0, elements = 0;
-  for (auto &[buffer, counts] : traffic) {
-    auto type = cast<MemRefType>(buffer.getType());
-    double size = type.hasStaticShape() ? double(type.getNumElements()) : -1;
-    auto touched = [&](double accesses) {
-      return size < 0 ? accesses : std::min(accesses, size);
-    };
-    if (size < 0)
-      exact = false;
-    elements += touched(counts.reads) + touched(counts.writes);
-    bytesRead += touched(counts.reads) * double(weft::elementBytes(type));
-    bytesWritten += touched(counts.writes) * double(weft::elementBytes(type));
-  }
+  for (auto &partTraffic : traffic)
+    for (auto &[buffer, counts] : partTraffic) {
+      auto type = cast<MemRefType>(buffer.getType());
+      double size = type.hasStaticShape() ? double(type.getNumElements()) : -1;
+      auto touched = [&](double accesses) {
+        return size < 0 ? accesses : std::min(accesses, size);
+      };
+      if (size < 0)
+        exact = false;
+      elements += touched(counts.reads) + touched(counts.writes);
+      bytesRead += touched(counts.reads) * double(weft::elementBytes(type));
+      bytesWritten += touched(counts.writes) * double(weft::elementBytes(type));
+    }
   NamedAttrList entry = common(launch, "kernel");
   entry.append("grid", integers(counter.grid));
   entry.append("block", integers(counter.block));
@@ -647,11 +661,7 @@ DictionaryAttr ReportBuilder::finish() {
 
 /// A library call the report lists: a GEMM or a fused attention.
 bool isLibraryCall(func::CallOp call) {
-  StringRef callee = call.getCallee();
-  return ((callee.consume_front(weft::kCudaGemm) ||
-           callee.consume_front(weft::kEmulatedGemm)) &&
-          (callee == "_f32" || callee == "_bf16" || callee == "_bf16_bf16")) ||
-         isAttentionCall(call);
+  return weft::isGemmCall(call) || isAttentionCall(call);
 }
 
 struct WeftGpuKernelReportPass

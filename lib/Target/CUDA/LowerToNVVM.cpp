@@ -35,15 +35,18 @@ static std::string kernelsPipeline(const weft::LoweringOptions &options,
          "func.func(weft-gpu-row-reductions,weft-gpu-tiled-transposes),"
          "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
          "weft-gpu-launch-loops),"
-         "weft-gpu-merge-launches,weft-gpu-device-memory,weft-gpu-kernel-"
-         "report,";
+         "weft-gpu-merge-launches{max-parameter-bytes=" +
+         std::to_string(weft::kCudaMaxParameterBytes) +
+         "},weft-gpu-device-memory,weft-gpu-kernel-report,";
 }
 
 void weft::buildLowerToNVVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options,
                                     llvm::StringRef format) {
   std::string pipeline = kernelsPipeline(options, kCudaAttention, kCudaGemm);
-  pipeline += "gpu-kernel-outlining,weft-gpu-kernel-names,"
+  // Constants go into the kernels' code, not their parameters.
+  pipeline += "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
+              "weft-gpu-kernel-names,"
               "func.func(gpu-async-region),";
   // Each nvvm-attach-target adds one chip; the binary holds a cubin per chip.
   for (const char *chip : kCudaChips)

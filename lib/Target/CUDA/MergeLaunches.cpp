@@ -2,12 +2,13 @@
 //
 // A launch costs a few microseconds whatever it does; an optimizer step over
 // a hundred parameters, or a gradient norm summed tensor by tensor, is a
-// hundred small kernels that do not depend on one another. Between two
-// library calls, each kernel is placed at the first wave after every kernel
-// it depends on, and the kernels of a wave with the same block size run as
-// one launch whose blocks are the parts' blocks one after another: a block
-// finds its part by its id, so each block runs one part's code and the
-// parts' barriers stay uniform over the block.
+// hundred small kernels that do not depend on one another. Between two ops
+// of other effects, kernels of one block size that neither depends on the
+// other through the bytes they and the library calls between them (GEMMs,
+// fused attention) read and write run as one launch whose blocks are the
+// parts' blocks one after another: a block finds its part by its id, so
+// each block runs one part's code and the parts' barriers stay uniform over
+// the block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include "weft/Lowering/BufferAliases.h"
 #include "weft/Target/CUDA/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -31,15 +33,17 @@ using namespace mlir;
 
 namespace {
 
-/// A kernel of host code: what it reads and writes of the buffers defined
-/// outside it, and whether it can share a launch.
+/// A kernel of host code or a library call: what it reads and writes of
+/// the buffers defined outside it, and whether it can share a launch.
 struct Kernel {
-  gpu::LaunchOp launch;
+  Operation *op; // a gpu.launch, or a library call (never merged)
   llvm::SetVector<Value> reads, writes;
-  llvm::SetVector<Value> arguments; // the values it captures
+  llvm::DenseMap<Value, Value> rootOf; // of reads and writes (aliasRoot)
+  llvm::SetVector<Value> arguments;    // the values a kernel captures
   int64_t blocks = 0, threads = 0;  // of a one-dimensional launch
   bool mergeable = false;
-  int64_t wave = 0;
+
+  gpu::LaunchOp launch() const { return cast<gpu::LaunchOp>(op); }
 };
 
 /// The bytes a captured value takes among a kernel's parameters (a memref
@@ -97,18 +101,69 @@ Kernel describe(gpu::LaunchOp launch) {
   return kernel;
 }
 
-bool dependsOn(const Kernel &later, const Kernel &earlier) {
-  auto conflict = [&](const llvm::SetVector<Value> &xs,
-                      const llvm::SetVector<Value> &ys) {
+/// A GEMM or fused attention call, by the operands its contract
+/// (weft/runtime/Contract.h) says it reads and writes.
+Kernel describe(func::CallOp call) {
+  Kernel kernel{call};
+  for (auto [index, operand] : llvm::enumerate(call.getOperands())) {
+    if (!isa<BaseMemRefType>(operand.getType()))
+      continue;
+    Value buffer = weft::rankedArgument(operand);
+    kernel.reads.insert(buffer);
+    if (weft::libraryCallWrites(call, index))
+      kernel.writes.insert(buffer);
+  }
+  return kernel;
+}
+
+/// A GEMM or fused attention call whose buffers are known.
+bool isLibraryCall(Operation *op) {
+  bool backward;
+  return (weft::isGemmCall(op) || weft::isFusedAttentionCall(op, backward)) &&
+         llvm::all_of(op->getOperands(), [](Value operand) {
+           return !isa<UnrankedMemRefType>(operand.getType()) ||
+                  isa<MemRefType>(weft::rankedArgument(operand).getType());
+         });
+}
+
+/// `kernel` with the roots of its buffers.
+Kernel withRoots(Kernel kernel) {
+  for (Value buffer : kernel.reads)
+    kernel.rootOf[buffer] = weft::aliasRoot(buffer);
+  for (Value buffer : kernel.writes)
+    kernel.rootOf[buffer] = weft::aliasRoot(buffer);
+  return kernel;
+}
+
+/// Whether views of two roots may share bytes, asked once per pair: a
+/// private function's arguments are answered from its calls.
+class RootAliases {
+public:
+  bool mayAlias(Value a, Value b) {
+    auto [it, inserted] = answers.try_emplace({a, b}, false);
+    if (inserted)
+      it->second = weft::rootsMayAlias(a, b);
+    return it->second;
+  }
+
+private:
+  llvm::DenseMap<std::pair<Value, Value>, bool> answers;
+};
+
+bool dependsOn(const Kernel &later, const Kernel &earlier, RootAliases &roots) {
+  auto conflict = [&](const Kernel &k, const llvm::SetVector<Value> &xs,
+                      const Kernel &l, const llvm::SetVector<Value> &ys) {
     for (Value x : xs)
-      for (Value y : ys)
-        if (weft::buffersMayAlias(x, y))
+      for (Value y : ys) {
+        Value rx = k.rootOf.lookup(x), ry = l.rootOf.lookup(y);
+        if (rx == ry ? weft::buffersMayAlias(x, y) : roots.mayAlias(rx, ry))
           return true;
+      }
     return false;
   };
-  return conflict(later.reads, earlier.writes) ||
-         conflict(later.writes, earlier.writes) ||
-         conflict(later.writes, earlier.reads);
+  return conflict(later, later.reads, earlier, earlier.writes) ||
+         conflict(later, later.writes, earlier, earlier.writes) ||
+         conflict(later, later.writes, earlier, earlier.reads);
 }
 
 class LaunchMerger {
@@ -126,10 +181,10 @@ private:
 };
 
 void LaunchMerger::mergeIn(Block &block) {
-  // Kernels between two ops with other effects on memory (library calls,
-  // copies, host control flow); allocations and pure ops may lie between
-  // them, and deallocations wait until the kernels are done.
-  SmallVector<Kernel> segment;
+  // Kernels and library calls between two ops with other effects on memory
+  // (copies, other calls, host control flow); allocations and pure ops may
+  // lie between them, and deallocations wait until the kernels are done.
+  std::vector<Kernel> segment;
   SmallVector<Operation *> deallocations;
   auto flush = [&](Operation *boundary) {
     schedule(segment);
@@ -140,7 +195,11 @@ void LaunchMerger::mergeIn(Block &block) {
   };
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
-      segment.push_back(describe(launch));
+      segment.push_back(withRoots(describe(launch)));
+      continue;
+    }
+    if (isLibraryCall(&op)) {
+      segment.push_back(withRoots(describe(cast<func::CallOp>(op))));
       continue;
     }
     if (isa<memref::DeallocOp>(op)) {
@@ -160,71 +219,125 @@ void LaunchMerger::mergeIn(Block &block) {
 }
 
 void LaunchMerger::schedule(MutableArrayRef<Kernel> kernels) {
-  if (kernels.size() < 2)
+  unsigned n = kernels.size();
+  if (n < 2)
     return;
-  int64_t waves = 0;
-  for (auto [i, kernel] : llvm::enumerate(kernels)) {
-    for (unsigned j = 0; j < i; ++j)
-      if (kernels[j].wave >= kernel.wave && dependsOn(kernel, kernels[j]))
-        kernel.wave = kernels[j].wave + 1;
-    waves = std::max(waves, kernel.wave + 1);
+  // after[i]: the ops that must run after op i; before[i]: those before.
+  SmallVector<llvm::BitVector> after(n, llvm::BitVector(n)),
+      before(n, llvm::BitVector(n));
+  {
+    weft::CallSitesCache calls;
+    RootAliases roots;
+    for (unsigned i = 0; i < n; ++i)
+      for (unsigned j = 0; j < i; ++j)
+        if (dependsOn(kernels[i], kernels[j], roots))
+          after[j].set(i);
   }
-  // The launches of each wave: the kernels of one block size together while
-  // their parameters fit.
-  SmallVector<SmallVector<SmallVector<Kernel *>>> launches(waves);
+  for (unsigned i = n; i-- > 0;)
+    for (unsigned later : llvm::to_vector(after[i].set_bits()))
+      after[i] |= after[later];
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned later : after[i].set_bits())
+      before[later].set(i);
+
+  // Kernels join the first launch of their block size that neither must
+  // run before nor after them and whose parameters still fit; joining keeps
+  // the ops' order a partial one (no op lies between two parts).
+  SmallVector<SmallVector<unsigned>> groups;
+  SmallVector<llvm::DenseSet<Value>> groupArguments;
+  SmallVector<int64_t> groupBytes;
+  SmallVector<unsigned> groupOf(n);
   bool merges = false;
-  for (Kernel &kernel : kernels) {
-    auto &wave = launches[kernel.wave];
-    SmallVector<Kernel *> *fits = nullptr;
-    for (auto &group : wave) {
-      Kernel *first = group.front();
-      if (!kernel.mergeable || !first->mergeable ||
-          first->threads != kernel.threads)
+  for (unsigned i = 0; i < n; ++i) {
+    Kernel &kernel = kernels[i];
+    std::optional<unsigned> joined;
+    for (auto [g, group] : llvm::enumerate(groups)) {
+      const Kernel &first = kernels[group.front()];
+      if (!kernel.mergeable || !first.mergeable ||
+          first.threads != kernel.threads || after[group.front()].test(i) ||
+          before[group.front()].test(i))
         continue;
-      llvm::SetVector<Value> arguments;
-      for (Kernel *part : group)
-        arguments.insert(part->arguments.begin(), part->arguments.end());
-      arguments.insert(kernel.arguments.begin(), kernel.arguments.end());
-      int64_t bytes = 0;
-      for (Value argument : arguments)
-        bytes += parameterBytes(argument);
+      int64_t bytes = groupBytes[g];
+      for (Value argument : kernel.arguments)
+        if (!groupArguments[g].contains(argument))
+          bytes += parameterBytes(argument);
       if (bytes <= maxParameterBytes) {
-        fits = &group;
+        joined = g;
         break;
       }
     }
-    if (fits) {
-      fits->push_back(&kernel);
-      merges = true;
-    } else {
-      wave.push_back({&kernel});
+    if (!joined) {
+      joined = groups.size();
+      groups.emplace_back();
+      groupArguments.emplace_back();
+      groupBytes.push_back(0);
+    }
+    for (Value argument : kernel.arguments)
+      if (groupArguments[*joined].insert(argument).second)
+        groupBytes[*joined] += parameterBytes(argument);
+    groupOf[i] = *joined;
+    if (groups[*joined].empty()) {
+      groups[*joined].push_back(i);
+      continue;
+    }
+    merges = true;
+    SmallVector<unsigned> &group = groups[*joined];
+    llvm::BitVector ancestors = before[group.front()];
+    ancestors |= before[i];
+    llvm::BitVector descendants = after[group.front()];
+    descendants |= after[i];
+    group.push_back(i);
+    llvm::BitVector members(n);
+    for (unsigned part : group)
+      members.set(part);
+    for (unsigned ancestor : ancestors.set_bits()) {
+      after[ancestor] |= descendants;
+      after[ancestor] |= members;
+    }
+    for (unsigned descendant : descendants.set_bits()) {
+      before[descendant] |= ancestors;
+      before[descendant] |= members;
+    }
+    for (unsigned part : group) {
+      after[part] = descendants;
+      before[part] = ancestors;
     }
   }
   if (!merges)
     return;
-  // Each wave goes after the last kernel it holds and after the wave before.
+
+  // The launches in an order that keeps every dependence, the one whose
+  // last part comes first in the block first; each goes after its last
+  // part and after the launch before: ops only move down, past ops they do
+  // not depend on.
+  SmallVector<bool> placed(groups.size());
   Operation *cursor = nullptr;
-  for (auto &wave : launches) {
-    if (wave.empty())
-      continue;
-    Operation *last = nullptr;
-    for (auto &group : wave)
-      for (Kernel *part : group)
-        if (!last || last->isBeforeInBlock(part->launch))
-          last = part->launch;
+  for (unsigned count = 0; count < groups.size(); ++count) {
+    std::optional<unsigned> next;
+    for (auto [g, group] : llvm::enumerate(groups)) {
+      if (placed[g] ||
+          llvm::any_of(before[group.front()].set_bits(),
+                       [&](unsigned op) { return !placed[groupOf[op]]; }))
+        continue;
+      if (!next || group.back() < groups[*next].back())
+        next = g;
+    }
+    placed[*next] = true;
+    SmallVector<Kernel *> parts;
+    for (unsigned part : groups[*next])
+      parts.push_back(&kernels[part]);
+    Operation *last = parts.back()->op;
     if (!cursor || cursor->isBeforeInBlock(last))
       cursor = last;
-    OpBuilder b(cursor->getContext());
-    for (auto &group : wave) {
-      b.setInsertionPointAfter(cursor);
-      if (group.size() == 1) {
-        if (group.front()->launch != cursor)
-          group.front()->launch->moveAfter(cursor);
-        cursor = group.front()->launch;
-        continue;
-      }
-      cursor = merge(group, b);
+    if (parts.size() == 1) {
+      if (last != cursor)
+        last->moveAfter(cursor);
+      cursor = last;
+      continue;
     }
+    OpBuilder b(cursor->getContext());
+    b.setInsertionPointAfter(cursor);
+    cursor = merge(parts, b);
   }
 }
 
@@ -237,12 +350,13 @@ gpu::LaunchOp LaunchMerger::merge(ArrayRef<Kernel *> parts, OpBuilder &b) {
   SmallVector<Type> shared;
   SmallVector<SmallVector<unsigned>> sharedOfPart;
   for (Kernel *part : parts) {
-    locations.push_back(part->launch.getLoc());
+    locations.push_back(part->op->getLoc());
     starts.push_back(blocks);
     blocks += part->blocks;
     llvm::DenseMap<Type, unsigned> used;
     auto &slots = sharedOfPart.emplace_back();
-    for (BlockArgument attribution : part->launch.getWorkgroupAttributions()) {
+    for (BlockArgument attribution :
+         part->launch().getWorkgroupAttributions()) {
       Type type = attribution.getType();
       unsigned nth = used[type]++;
       unsigned slot = 0, seen = 0;
@@ -285,7 +399,7 @@ gpu::LaunchOp LaunchMerger::merge(ArrayRef<Kernel *> parts, OpBuilder &b) {
       dispatch(mid, hi);
       return;
     }
-    gpu::LaunchOp part = parts[lo]->launch;
+    gpu::LaunchOp part = parts[lo]->launch();
     IRMapping mapping;
     mapping.map(part.getBlockIds().x,
                 starts[lo]
@@ -310,7 +424,7 @@ gpu::LaunchOp LaunchMerger::merge(ArrayRef<Kernel *> parts, OpBuilder &b) {
   };
   dispatch(0, parts.size());
   for (Kernel *part : parts)
-    part->launch.erase();
+    part->op->erase();
   return launch;
 }
 

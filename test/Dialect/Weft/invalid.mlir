@@ -582,5 +582,11 @@ func.func private @weft_cuda_attention_sideways_bf16(memref<*xbf16>) attributes 
 
 // -----
 
+// A GEMM declaration is marked, not given a kind.
+// expected-error @+1 {{'weft.gemm' must be a unit attribute on a function}}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm = "f32"}
+
+// -----
+
 // expected-error @+1 {{'weft.block_segments' must be an ascending i64 array starting at 0 on a gpu.launch}}
 func.func private @not_a_launch() attributes {weft.block_segments = array<i64: 0, 4>}

@@ -116,7 +116,7 @@ func.func @no_unit_stride(%a: memref<2x3xf32, strided<[6, 2]>>, %b: memref<3x5xf
 // A bf16 product accumulated in f32 (the inputs widened in the body, as a
 // --precision bf16 step lowers its contractions): the bf16 GEMM, its
 // operands passed as bf16 and f32 views; on a GPU, tensor cores.
-// CHECK-LABEL: func.func private @weft_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64)
+// CHECK-LABEL: func.func private @weft_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64) attributes {weft.gemm}
 // CHECK-LABEL: func.func @bf16_inputs
 // CHECK: %[[A:.*]] = memref.cast %{{.*}} : memref<8x4xbf16, strided<[4, 1]>> to memref<*xbf16>
 // CHECK: %[[B:.*]] = memref.cast %{{.*}} : memref<4x16xbf16, strided<[16, 1]>> to memref<*xbf16>

@@ -79,7 +79,7 @@ func.func @gather(%ids: memref<8xi32>, %table: memref<1000x16xf32>, %out: memref
 // CHECK-SAME:    bytes_read = 8 : i64, bytes_written = 8 : i64, {{.*}} function = "layer", {{.*}} id = 0 : i64, {{.*}} runs = 6 : i64
 // CHECK-SAME:    bytes_read = 4096 : i64, bytes_written = 1024 : i64, {{.*}} flops = 8192 : i64, function = "main", id = 1 : i64, index = 0 : i64, kind = "gemm", library = "cublasSgemmStridedBatched", node = "MatMul_3", runs = 1 : i64, shape = [2, 8, 16, 16], tensor_cores = false
 // CHECK:         call @weft_cuda_gemm_f32({{.*}}) {weft.launch_id = 1 : i64}
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64)
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @layer(%x: memref<2xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -117,7 +117,7 @@ func.func @main(%x: memref<2xf32>, %a: memref<2x8x16xf32>, %b: memref<2x16x16xf3
 // with beta = 0 (accumulate 0) c is written, not read.
 // CHECK-LABEL: module attributes {weft.kernel_report
 // CHECK-SAME:    bytes_read = 1024 : i64, bytes_written = 1024 : i64, elements = 768 : i64, exact = true, flops = 8192 : i64, {{.*}} kind = "gemm", library = "cublasGemmStridedBatchedEx", {{.*}} shape = [2, 8, 16, 16], tensor_cores = true
-func.func private @weft_cuda_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64)
+func.func private @weft_cuda_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @main(%a: memref<2x8x16xbf16>, %b: memref<16x16xbf16>, %c: memref<2x8x16xf32>) {
   %va = memref.reinterpret_cast %a to offset: [0], sizes: [2, 8, 16], strides: [128, 16, 1] : memref<2x8x16xbf16> to memref<2x8x16xbf16, strided<[128, 16, 1]>>
   %vb = memref.reinterpret_cast %b to offset: [0], sizes: [2, 16, 16], strides: [0, 16, 1] : memref<16x16xbf16> to memref<2x16x16xbf16, strided<[0, 16, 1]>>

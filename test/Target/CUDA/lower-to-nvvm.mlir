@@ -10,12 +10,12 @@
 // CHECK:         gpu.launch_func <%{{.*}} : !llvm.ptr> @main_kernel_0::@main_kernel blocks in
 // CHECK:         llvm.call @mgpuMemFree
 // CHECK:         llvm.return
-// CHECK:       gpu.binary @main_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">, {{.*}}.target sm_90{{.*}}.entry main_kernel{{.*}}#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">, {{.*}}.target sm_80{{.*}}.entry main_kernel
+// CHECK:       gpu.binary @main_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">, {{.*}}.target sm_90{{.*}}.entry main_kernel{{.*}}#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx81">, {{.*}}.target sm_80{{.*}}.entry main_kernel
 // The softmax, one block per row (weft-gpu-row-reductions): the row's
 // maximum combined with butterfly shuffles and, across warps, shared memory
 // and a barrier; then the exponentials (libdevice's expf) and their sum the
 // same way; for each chip.
-// CHECK:       gpu.binary @main_kernel_0 {{.*}}.target sm_90{{.*}}.shared .align 4 .b8 __wg_{{.*}}shfl.sync.bfly.b32{{.*}}max.f32{{.*}}bar.sync{{.*}}ex2.approx{{.*}}shfl.sync.bfly.b32{{.*}}bar.sync{{.*}}.target sm_80{{.*}}shfl.sync.bfly.b32{{.*}}bar.sync
+// CHECK:       gpu.binary @main_kernel_0 {{.*}}.target sm_90{{.*}}.shared .align 4 {{.*}}__wg_{{.*}}shfl.sync.bfly.b32{{.*}}max.f32{{.*}}bar.sync{{.*}}ex2.approx{{.*}}shfl.sync.bfly.b32{{.*}}bar.sync{{.*}}.target sm_80{{.*}}shfl.sync.bfly.b32{{.*}}bar.sync
 func.func @main(%x: tensor<4x32xf32>, %b: tensor<32xf32>) -> tensor<4x32xf32> {
   %0 = weft.add %x, %b : tensor<4x32xf32>, tensor<32xf32>
   %1 = weft.softmax %0 {axis = 1} : tensor<4x32xf32>

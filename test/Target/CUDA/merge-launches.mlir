@@ -107,7 +107,7 @@ func.func @waves(%in: memref<256xf32>, %x: memref<256xf32>, %y: memref<256xf32>,
 
 // -----
 
-// A library call between two kernels keeps them apart.
+// A call of unknown effects between two kernels keeps them apart.
 // CHECK-LABEL: func.func @library_call_between
 // CHECK:         gpu.launch
 // CHECK:         call @library
@@ -127,6 +127,123 @@ func.func @library_call_between(%x: memref<256xf32>, %y: memref<256xf32>) {
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
     memref.store %one, %y[%tx] : memref<256xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A GEMM writes only its c (weft/runtime/Contract.h): the kernels on
+// either side touch other buffers, so they merge, after the GEMM.
+// CHECK-LABEL: func.func @around_a_gemm
+// CHECK:         call @weft_cuda_gemm_f32
+// CHECK:         gpu.launch
+// CHECK:           memref.store {{.*}} %arg3
+// CHECK:           memref.store {{.*}} %arg4
+// CHECK:         } {weft.block_segments = array<i64: 0, 1>}
+// CHECK-NOT:     gpu.launch
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func @around_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>, %x: memref<256xf32>, %y: memref<256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %one = arith.constant 1.0 : f32
+  %accumulate = arith.constant 0 : i64
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    memref.store %one, %x[%tx] : memref<256xf32>
+    gpu.terminator
+  }
+  %ua = memref.cast %a : memref<16x16xf32> to memref<*xf32>
+  %ub = memref.cast %b : memref<16x16xf32> to memref<*xf32>
+  %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    memref.store %one, %y[%tx] : memref<256xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A kernel reading the GEMM's c runs after it, and so after the kernel
+// writing the GEMM's a: three ops in their order.
+// CHECK-LABEL: func.func @through_a_gemm
+// CHECK:         gpu.launch
+// CHECK:           memref.store {{.*}} %arg0
+// CHECK:         call @weft_cuda_gemm_f32
+// CHECK:         gpu.launch
+// CHECK:           memref.load %arg2
+// CHECK-NOT:     weft.block_segments
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func @through_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>, %y: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %one = arith.constant 1.0 : f32
+  %accumulate = arith.constant 0 : i64
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
+    memref.store %one, %a[%c0, %tx] : memref<16x16xf32>
+    gpu.terminator
+  }
+  %ua = memref.cast %a : memref<16x16xf32> to memref<*xf32>
+  %ub = memref.cast %b : memref<16x16xf32> to memref<*xf32>
+  %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
+    %v = memref.load %c[%c0, %tx] : memref<16x16xf32>
+    memref.store %v, %y[%c0, %tx] : memref<16x16xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A bias gradient's second sum (reading the first's partial sums) and a
+// kernel after a GEMM: the first sum joins the kernel after the GEMM, the
+// second follows that launch. Three ops where the kernels' waves made four.
+// CHECK-LABEL: func.func @across_a_gemm
+// CHECK:         call @weft_cuda_gemm_f32
+// CHECK:         gpu.launch
+// CHECK:           memref.store {{.*}} %arg3
+// CHECK:           memref.store {{.*}} %arg5
+// CHECK:         } {weft.block_segments = array<i64: 0, 1>}
+// CHECK:         gpu.launch
+// CHECK:           memref.load %arg3
+// CHECK-NOT:     gpu.launch
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func @across_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>, %partial: memref<256xf32>, %bias: memref<256xf32>, %y: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  %one = arith.constant 1.0 : f32
+  %accumulate = arith.constant 0 : i64
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    memref.store %one, %partial[%tx] : memref<256xf32>
+    gpu.terminator
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    %v = memref.load %partial[%tx] : memref<256xf32>
+    memref.store %v, %bias[%tx] : memref<256xf32>
+    gpu.terminator
+  }
+  %ua = memref.cast %a : memref<16x16xf32> to memref<*xf32>
+  %ub = memref.cast %b : memref<16x16xf32> to memref<*xf32>
+  %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    %i = arith.remui %tx, %c16 : index
+    %v = memref.load %c[%c0, %i] : memref<16x16xf32>
+    memref.store %v, %y[%c0, %i] : memref<16x16xf32>
     gpu.terminator
   }
   return

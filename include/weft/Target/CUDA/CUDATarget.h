@@ -13,6 +13,7 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <cstdint>
 #include <string>
 
 namespace weft {
@@ -22,8 +23,12 @@ namespace weft {
 /// #gpu.select_object picks one object); the others are assembled, so
 /// checked, but not carried yet.
 constexpr const char *kCudaChips[] = {"sm_90", "sm_80"};
-/// The PTX version the kernels are written in: sm_90 needs PTX 8.0.
-constexpr const char *kCudaPtxFeatures = "+ptx80";
+/// The PTX version the kernels are written in: sm_90 needs PTX 8.0, and
+/// PTX 8.1 (CUDA 12.1) lets a kernel take kCudaMaxParameterBytes.
+constexpr const char *kCudaPtxFeatures = "+ptx81";
+/// The bytes of parameters a kernel may take from PTX 8.1 on, on Volta and
+/// newer (ptxas refuses more): weft-gpu-merge-launches fills launches to it.
+constexpr int64_t kCudaMaxParameterBytes = 32764;
 
 /// The runtime's GEMMs (c += a * b on strided views, weft-contractions-to-
 /// blas), named with the inputs' element type after them (_f32, _bf16):

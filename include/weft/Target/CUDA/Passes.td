@@ -160,12 +160,19 @@ def WeftGpuMergeLaunches : Pass<"weft-gpu-merge-launches", "::mlir::ModuleOp"> {
     A launch costs a few microseconds whatever it does, and an optimizer
     step or a gradient norm is a hundred small kernels that do not depend on
     one another. Between two ops of host code with other effects on memory
-    (library calls, copies, deallocations, control flow), each `gpu.launch`
-    is placed in the first wave after every launch it depends on: one that
-    writes bytes it reads or writes, or reads bytes it writes. The launches
-    of a wave with one-dimensional grids of one block size are merged while
-    their parameters fit in `max-parameter-bytes` (CUDA's classic limit is
-    4 KB; a memref is passed as its descriptor): the merged grid holds the
+    (copies, deallocations, control flow, calls other than the GEMM and
+    fused attention library calls), a `gpu.launch` depends on an earlier
+    launch or library call that writes bytes it reads or writes, or reads
+    bytes it writes (a library call reads its memref operands and writes
+    those weft/runtime/Contract.h says it writes: a GEMM its c, an
+    attention its outputs), and on what that one depends on. In their
+    order, the launches with one-dimensional grids join the first launch
+    of their block size that neither depends on them nor they on it, while
+    the parameters fit in `max-parameter-bytes` (CUDA's classic limit, the
+    default, is 4 KB; the CUDA target passes PTX 8.1's 32764; a memref is
+    passed as its descriptor, constants are sunk into the kernels). The ops
+    are then reordered, each moving only down past ops it does not depend
+    on: the merged grid holds the
     parts' blocks one after another, and each block finds its part by a
     binary search of its id over the parts' first blocks (kept in
     `weft.block_segments` for the kernel report), so one block runs one

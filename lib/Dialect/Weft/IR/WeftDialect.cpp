@@ -73,6 +73,12 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
                                 "function";
     return success();
   }
+  if (name == kGemmAttrName) {
+    if (!isa<FunctionOpInterface>(op) || !llvm::isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute on a function";
+    return success();
+  }
   if (name == kBlockSegmentsAttrName) {
     auto starts = llvm::dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (op->getName().getStringRef() != "gpu.launch" || !starts ||

@@ -50,6 +50,13 @@ constexpr const char *kRecvFunctionPrefix = "weft_recv_";
 /// `weft_mesh_coordinate(axis) -> i64`: this rank's coordinate on `axis`.
 constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
 
+/// GEMMs (weft-contractions-to-blas), named with the operands' element type
+/// after the target's prefix (`_f32`, `_bf16`; `_bf16_bf16` also writes c
+/// in bf16): `gemm(a, b, c, accumulate)`, each matrix (or batch of them) an
+/// unranked memref, computes c = a * b, or c += a * b when `accumulate`
+/// (i64) is 1. Only c is written.
+constexpr unsigned kGemmResultOperand = 2;
+
 /// Fused attention (weft-attention-to-library), named with the element
 /// type after them (`<prefix>_forward_bf16`, `<prefix>_backward_bf16`;
 /// the prefix is the target's). Every tensor is an unranked memref

@@ -34,6 +34,10 @@ inline constexpr llvm::StringLiteral kLibraryCallAttrName = "weft.library_call";
 /// arguments a call overwrites from it, not from the function's name.
 inline constexpr llvm::StringLiteral kFusedAttentionAttrName =
     "weft.fused_attention";
+/// On the declaration of a GEMM library function (weft-contractions-to-
+/// blas; the signature of weft/runtime/Contract.h): it writes its c
+/// operand and only reads the others.
+inline constexpr llvm::StringLiteral kGemmAttrName = "weft.gemm";
 
 } // namespace weft
 

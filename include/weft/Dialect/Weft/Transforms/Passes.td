@@ -482,6 +482,16 @@ def WeftOutlineLayers : Pass<"weft-outline-layers", "::mlir::ModuleOp"> {
     so the backends compile one layer, not twelve. Calls and ops with
     regions end a run.
 
+    A fused attention's head-major tensors stay inside a run: where its
+    query, key or value (views of a projection: split, reshape, transpose)
+    or its result (viewed as merged heads by a transpose and a reshape) is
+    used by later ops of the same layer (its backward), those ops use the
+    same views rebuilt from the projection, or the inverse views of the
+    merged heads, and the run returns the projection and the merged heads
+    instead, provided it returns no more elements than before. Both sides'
+    attention then reads and writes views (weft-fold-transposes), not
+    copies in head-major order.
+
     Example: a two-layer model's `main` calls `main__h.0` twice, with each
     layer's weights.
   }];
