@@ -113,19 +113,19 @@ bool argumentsMayAlias(BlockArgument a, BlockArgument b, unsigned depth) {
     return false;
   if (depth > 8)
     return true;
-  CallSites found;
-  const CallSites *calls = &found;
+  // A copy: the questions below may add to the cache, moving its entries.
+  CallSites calls;
   if (callSitesCache) {
     auto [it, inserted] = callSitesCache->try_emplace(function);
     if (inserted)
       it->second = findCallSites(function);
-    calls = &it->second;
+    calls = it->second;
   } else {
-    found = findCallSites(function);
+    calls = findCallSites(function);
   }
-  if (!*calls)
+  if (!calls)
     return true;
-  for (func::CallOp call : **calls)
+  for (func::CallOp call : *calls)
     if (mayAlias(call.getOperand(a.getArgNumber()),
                  call.getOperand(b.getArgNumber()), depth + 1))
       return true;

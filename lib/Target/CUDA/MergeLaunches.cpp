@@ -3,12 +3,13 @@
 // A launch costs a few microseconds whatever it does; an optimizer step over
 // a hundred parameters, or a gradient norm summed tensor by tensor, is a
 // hundred small kernels that do not depend on one another. Between two ops
-// of other effects, kernels of one block size that neither depends on the
-// other through the bytes they and the library calls between them (GEMMs,
-// fused attention) read and write run as one launch whose blocks are the
-// parts' blocks one after another: a block finds its part by its id, so
-// each block runs one part's code and the parts' barriers stay uniform over
-// the block.
+// of other effects, the kernels and the library calls (GEMMs, fused
+// attention) are ordered by the bytes they read and write. Kernels of one
+// block size of which neither depends on the other, directly or through
+// the ops between them, run as one launch whose blocks are the parts'
+// blocks one after another: a block finds its part by its id, so each
+// block runs one part's code and the parts' barriers stay uniform over the
+// block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include <queue>
+
 namespace weft {
 #define GEN_PASS_DEF_WEFTGPUMERGELAUNCHES
 #include "weft/Target/CUDA/Passes.h.inc"
@@ -33,10 +36,11 @@ using namespace mlir;
 
 namespace {
 
-/// A kernel of host code or a library call: what it reads and writes of
-/// the buffers defined outside it, and whether it can share a launch.
-struct Kernel {
-  Operation *op; // a gpu.launch, or a library call (never merged)
+/// A kernel of host code or a library call, the ops a segment orders: what
+/// it reads and writes of the buffers defined outside it, and whether it
+/// can share a launch (a library call never does).
+struct SegmentOp {
+  Operation *op; // a gpu.launch or a library call
   llvm::SetVector<Value> reads, writes;
   llvm::DenseMap<Value, Value> rootOf; // of reads and writes (aliasRoot)
   llvm::SetVector<Value> arguments;    // the values a kernel captures
@@ -47,18 +51,16 @@ struct Kernel {
 };
 
 /// The bytes a captured value takes among a kernel's parameters (a memref
-/// is passed as its descriptor).
+/// is passed as its descriptor), with the padding that may follow a
+/// narrower scalar: every parameter counts a multiple of 8.
 int64_t parameterBytes(Value value) {
-  Type type = value.getType();
-  if (auto memref = dyn_cast<MemRefType>(type))
+  if (auto memref = dyn_cast<MemRefType>(value.getType()))
     return 8 * (3 + 2 * memref.getRank());
-  return type.isIntOrFloat()
-             ? std::max<int64_t>(1, (type.getIntOrFloatBitWidth() + 7) / 8)
-             : 8;
+  return 8;
 }
 
-Kernel describe(gpu::LaunchOp launch) {
-  Kernel kernel{launch};
+SegmentOp describe(gpu::LaunchOp launch) {
+  SegmentOp kernel{launch};
   llvm::SetVector<Value> captured;
   getUsedValuesDefinedAbove(launch.getBody(), captured);
   for (Value value : captured)
@@ -103,8 +105,8 @@ Kernel describe(gpu::LaunchOp launch) {
 
 /// A GEMM or fused attention call, by the operands its contract
 /// (weft/runtime/Contract.h) says it reads and writes.
-Kernel describe(func::CallOp call) {
-  Kernel kernel{call};
+SegmentOp describe(func::CallOp call) {
+  SegmentOp kernel{call};
   for (auto [index, operand] : llvm::enumerate(call.getOperands())) {
     if (!isa<BaseMemRefType>(operand.getType()))
       continue;
@@ -127,7 +129,7 @@ bool isLibraryCall(Operation *op) {
 }
 
 /// `kernel` with the roots of its buffers.
-Kernel withRoots(Kernel kernel) {
+SegmentOp withRoots(SegmentOp kernel) {
   for (Value buffer : kernel.reads)
     kernel.rootOf[buffer] = weft::aliasRoot(buffer);
   for (Value buffer : kernel.writes)
@@ -150,9 +152,10 @@ private:
   llvm::DenseMap<std::pair<Value, Value>, bool> answers;
 };
 
-bool dependsOn(const Kernel &later, const Kernel &earlier, RootAliases &roots) {
-  auto conflict = [&](const Kernel &k, const llvm::SetVector<Value> &xs,
-                      const Kernel &l, const llvm::SetVector<Value> &ys) {
+bool dependsOn(const SegmentOp &later, const SegmentOp &earlier,
+               RootAliases &roots) {
+  auto conflict = [&](const SegmentOp &k, const llvm::SetVector<Value> &xs,
+                      const SegmentOp &l, const llvm::SetVector<Value> &ys) {
     for (Value x : xs)
       for (Value y : ys) {
         Value rx = k.rootOf.lookup(x), ry = l.rootOf.lookup(y);
@@ -176,15 +179,15 @@ public:
 private:
   int64_t maxParameterBytes;
 
-  void schedule(MutableArrayRef<Kernel> kernels);
-  gpu::LaunchOp merge(ArrayRef<Kernel *> parts, OpBuilder &b);
+  void schedule(MutableArrayRef<SegmentOp> ops);
+  gpu::LaunchOp merge(ArrayRef<SegmentOp *> parts, OpBuilder &b);
 };
 
 void LaunchMerger::mergeIn(Block &block) {
   // Kernels and library calls between two ops with other effects on memory
   // (copies, other calls, host control flow); allocations and pure ops may
   // lie between them, and deallocations wait until the kernels are done.
-  std::vector<Kernel> segment;
+  std::vector<SegmentOp> segment;
   SmallVector<Operation *> deallocations;
   auto flush = [&](Operation *boundary) {
     schedule(segment);
@@ -194,11 +197,15 @@ void LaunchMerger::mergeIn(Block &block) {
     deallocations.clear();
   };
   for (Operation &op : llvm::make_early_inc_range(block)) {
-    if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
+    // Ops are ordered by the bytes they touch: one with results (an async
+    // token) or async dependencies ends the segment instead.
+    auto launch = dyn_cast<gpu::LaunchOp>(op);
+    if (launch && !launch.getAsyncToken() &&
+        launch.getAsyncDependencies().empty()) {
       segment.push_back(withRoots(describe(launch)));
       continue;
     }
-    if (isLibraryCall(&op)) {
+    if (!launch && op.getNumResults() == 0 && isLibraryCall(&op)) {
       segment.push_back(withRoots(describe(cast<func::CallOp>(op))));
       continue;
     }
@@ -218,44 +225,47 @@ void LaunchMerger::mergeIn(Block &block) {
   flush(&block.back());
 }
 
-void LaunchMerger::schedule(MutableArrayRef<Kernel> kernels) {
-  unsigned n = kernels.size();
+void LaunchMerger::schedule(MutableArrayRef<SegmentOp> ops) {
+  unsigned n = ops.size();
   if (n < 2)
     return;
-  // after[i]: the ops that must run after op i; before[i]: those before.
-  SmallVector<llvm::BitVector> after(n, llvm::BitVector(n)),
-      before(n, llvm::BitVector(n));
+  // successors[i]: the ops that must run after op i, predecessors[i]: those
+  // that must run before it (transitively; the members of a group share
+  // them).
+  SmallVector<llvm::BitVector> successors(n, llvm::BitVector(n)),
+      predecessors(n, llvm::BitVector(n));
   {
-    weft::CallSitesCache calls;
+    weft::CallSitesCache cacheCallSites;
     RootAliases roots;
     for (unsigned i = 0; i < n; ++i)
       for (unsigned j = 0; j < i; ++j)
-        if (dependsOn(kernels[i], kernels[j], roots))
-          after[j].set(i);
+        if (dependsOn(ops[i], ops[j], roots))
+          successors[j].set(i);
   }
   for (unsigned i = n; i-- > 0;)
-    for (unsigned later : llvm::to_vector(after[i].set_bits()))
-      after[i] |= after[later];
+    for (unsigned later : llvm::to_vector(successors[i].set_bits()))
+      successors[i] |= successors[later];
   for (unsigned i = 0; i < n; ++i)
-    for (unsigned later : after[i].set_bits())
-      before[later].set(i);
+    for (unsigned later : successors[i].set_bits())
+      predecessors[later].set(i);
 
-  // Kernels join the first launch of their block size that neither must
-  // run before nor after them and whose parameters still fit; joining keeps
-  // the ops' order a partial one (no op lies between two parts).
+  // Kernels join the first launch of their block size that need not run
+  // before or after them and whose parameters still fit; joining keeps the
+  // ops' order a partial one (no op lies between two parts).
   SmallVector<SmallVector<unsigned>> groups;
   SmallVector<llvm::DenseSet<Value>> groupArguments;
   SmallVector<int64_t> groupBytes;
   SmallVector<unsigned> groupOf(n);
   bool merges = false;
   for (unsigned i = 0; i < n; ++i) {
-    Kernel &kernel = kernels[i];
+    SegmentOp &kernel = ops[i];
     std::optional<unsigned> joined;
     for (auto [g, group] : llvm::enumerate(groups)) {
-      const Kernel &first = kernels[group.front()];
+      const SegmentOp &first = ops[group.front()];
       if (!kernel.mergeable || !first.mergeable ||
-          first.threads != kernel.threads || after[group.front()].test(i) ||
-          before[group.front()].test(i))
+          first.threads != kernel.threads ||
+          successors[group.front()].test(i) ||
+          predecessors[group.front()].test(i))
         continue;
       int64_t bytes = groupBytes[g];
       for (Value argument : kernel.arguments)
@@ -282,50 +292,63 @@ void LaunchMerger::schedule(MutableArrayRef<Kernel> kernels) {
     }
     merges = true;
     SmallVector<unsigned> &group = groups[*joined];
-    llvm::BitVector ancestors = before[group.front()];
-    ancestors |= before[i];
-    llvm::BitVector descendants = after[group.front()];
-    descendants |= after[i];
+    llvm::BitVector ancestors = predecessors[group.front()];
+    ancestors |= predecessors[i];
+    llvm::BitVector descendants = successors[group.front()];
+    descendants |= successors[i];
     group.push_back(i);
     llvm::BitVector members(n);
     for (unsigned part : group)
       members.set(part);
     for (unsigned ancestor : ancestors.set_bits()) {
-      after[ancestor] |= descendants;
-      after[ancestor] |= members;
+      successors[ancestor] |= descendants;
+      successors[ancestor] |= members;
     }
     for (unsigned descendant : descendants.set_bits()) {
-      before[descendant] |= ancestors;
-      before[descendant] |= members;
+      predecessors[descendant] |= ancestors;
+      predecessors[descendant] |= members;
     }
     for (unsigned part : group) {
-      after[part] = descendants;
-      before[part] = ancestors;
+      successors[part] = descendants;
+      predecessors[part] = ancestors;
     }
   }
   if (!merges)
     return;
 
-  // The launches in an order that keeps every dependence, the one whose
-  // last part comes first in the block first; each goes after its last
-  // part and after the launch before: ops only move down, past ops they do
-  // not depend on.
-  SmallVector<bool> placed(groups.size());
+  // The launches in an order that keeps every dependence (Kahn's: a group
+  // waits for every group holding one of its predecessors), of those ready
+  // the one whose last part comes first in the block first. Each goes after
+  // its last part and after the launch placed before it: ops only move
+  // down, past ops they do not depend on.
+  SmallVector<unsigned> waitingFor(groups.size());
+  SmallVector<SmallVector<unsigned>> followers(groups.size());
+  for (auto [g, group] : llvm::enumerate(groups)) {
+    llvm::SmallSetVector<unsigned, 8> earlier;
+    for (unsigned op : predecessors[group.front()].set_bits())
+      earlier.insert(groupOf[op]);
+    waitingFor[g] = earlier.size();
+    for (unsigned other : earlier)
+      followers[other].push_back(g);
+  }
+  auto later = [&](unsigned x, unsigned y) {
+    return groups[x].back() > groups[y].back();
+  };
+  std::priority_queue<unsigned, std::vector<unsigned>, decltype(later)> ready(
+      later);
+  for (unsigned g = 0; g < groups.size(); ++g)
+    if (!waitingFor[g])
+      ready.push(g);
   Operation *cursor = nullptr;
-  for (unsigned count = 0; count < groups.size(); ++count) {
-    std::optional<unsigned> next;
-    for (auto [g, group] : llvm::enumerate(groups)) {
-      if (placed[g] ||
-          llvm::any_of(before[group.front()].set_bits(),
-                       [&](unsigned op) { return !placed[groupOf[op]]; }))
-        continue;
-      if (!next || group.back() < groups[*next].back())
-        next = g;
-    }
-    placed[*next] = true;
-    SmallVector<Kernel *> parts;
-    for (unsigned part : groups[*next])
-      parts.push_back(&kernels[part]);
+  while (!ready.empty()) {
+    unsigned next = ready.top();
+    ready.pop();
+    for (unsigned follower : followers[next])
+      if (--waitingFor[follower] == 0)
+        ready.push(follower);
+    SmallVector<SegmentOp *> parts;
+    for (unsigned part : groups[next])
+      parts.push_back(&ops[part]);
     Operation *last = parts.back()->op;
     if (!cursor || cursor->isBeforeInBlock(last))
       cursor = last;
@@ -341,7 +364,7 @@ void LaunchMerger::schedule(MutableArrayRef<Kernel> kernels) {
   }
 }
 
-gpu::LaunchOp LaunchMerger::merge(ArrayRef<Kernel *> parts, OpBuilder &b) {
+gpu::LaunchOp LaunchMerger::merge(ArrayRef<SegmentOp *> parts, OpBuilder &b) {
   SmallVector<Location> locations;
   SmallVector<int64_t> starts;
   int64_t blocks = 0;
@@ -349,7 +372,7 @@ gpu::LaunchOp LaunchMerger::merge(ArrayRef<Kernel *> parts, OpBuilder &b) {
   // same attributions.
   SmallVector<Type> shared;
   SmallVector<SmallVector<unsigned>> sharedOfPart;
-  for (Kernel *part : parts) {
+  for (SegmentOp *part : parts) {
     locations.push_back(part->op->getLoc());
     starts.push_back(blocks);
     blocks += part->blocks;
@@ -423,7 +446,7 @@ gpu::LaunchOp LaunchMerger::merge(ArrayRef<Kernel *> parts, OpBuilder &b) {
       b.clone(op, mapping);
   };
   dispatch(0, parts.size());
-  for (Kernel *part : parts)
+  for (SegmentOp *part : parts)
     part->op->erase();
   return launch;
 }

@@ -113,3 +113,28 @@ func.func @query_leaves(%x: tensor<2x4x8xf32>, %w: tensor<8x24xf32>) -> (tensor<
   %b = weft.mul %a, %q : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32> loc("/h.0/attn/Mul_grad")
   return %b, %y : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
 }
+
+// -----
+
+// A view between the projection and an input that leaves the layer too
+// would leave besides the projection: the inputs leave as they are.
+// CHECK-LABEL: func.func private @view_leaves__h.0(
+// CHECK-SAME: -> (tensor<2x4x2x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>)
+// CHECK-LABEL: func.func private @view_leaves__h.0_1(
+// CHECK-NOT: weft.split
+func.func @view_leaves(%x: tensor<2x4x8xf32>, %w: tensor<8x24xf32>) -> (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x4x2x4xf32>) {
+  %qkv = weft.linear %x, %w : tensor<2x4x8xf32>, tensor<8x24xf32> loc("/h.0/attn/MatMul")
+  %s:3 = weft.split %qkv <{axis = 2 : i64, sizes = array<i64: 8, 8, 8>}> : tensor<2x4x24xf32> loc("/h.0/attn/Split")
+  %q4 = weft.reshape %s#0 : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32> loc("/h.0/attn/Reshape")
+  %k4 = weft.reshape %s#1 : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32> loc("/h.0/attn/Reshape_1")
+  %v4 = weft.reshape %s#2 : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32> loc("/h.0/attn/Reshape_2")
+  %q = weft.transpose %q4 <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<2x4x2x4xf32> loc("/h.0/attn/Transpose")
+  %k = weft.transpose %k4 <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<2x4x2x4xf32> loc("/h.0/attn/Transpose_1")
+  %v = weft.transpose %v4 <{permutation = array<i64: 0, 2, 1, 3>}> : tensor<2x4x2x4xf32> loc("/h.0/attn/Transpose_2")
+  %out = weft.attention %q, %k, %v <{causal}> : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32> loc("/h.0/attn/MatMul_2")
+  %y = weft.tanh %out : tensor<2x2x4x4xf32> loc("/head/Tanh")
+  %z = weft.tanh %k4 : tensor<2x4x2x4xf32> loc("/head/Tanh_1")
+  %a = weft.add %q, %k : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32> loc("/h.0/attn/Add_grad")
+  %b = weft.add %a, %v : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32> loc("/h.0/attn/Add_grad_1")
+  return %b, %y, %z : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x4x2x4xf32>
+}

@@ -43,7 +43,8 @@ struct WeftOutlineLayersPass
         functions.push_back(func);
     for (func::FuncOp func : functions) {
       for (SmallVector<Operation *> &run : layerRuns(func))
-        keepHeadViewsInside(run);
+        if (int64_t(run.size()) >= minOps)
+          keepHeadViewsInside(run);
       outline(func, symbols);
     }
   }
@@ -106,9 +107,20 @@ struct WeftOutlineLayersPass
         auto uses = usesInSameLayer(input, members, layer);
         if (!uses || uses->empty())
           continue;
+        // A view between the root and the input that leaves the run too
+        // would be returned besides the root.
         Value root = input;
-        while (isView(root.getDefiningOp()))
+        bool viewLeaves = false;
+        while (isView(root.getDefiningOp())) {
           root = root.getDefiningOp()->getOperand(0);
+          viewLeaves |= isView(root.getDefiningOp()) &&
+                        llvm::any_of(root.getUsers(), [&](Operation *user) {
+                          return !members.count(user);
+                        });
+        }
+        if (viewLeaves || !cast<ShapedType>(root.getType()).hasStaticShape() ||
+            !cast<ShapedType>(input.getType()).hasStaticShape())
+          continue;
         auto &leaving = leavingByRoot[root];
         if (llvm::none_of(leaving, [&](auto &l) { return l.first == input; }))
           leaving.push_back({input, std::move(*uses)});
