@@ -14,6 +14,10 @@ torch.compile on the same GPU, model, batch and sequence, in one run.
       PyTorch's (nanoGPT's model: same shapes, AdamW, clipping) from random
       parameters on random tokens, and prints the median tokens/s of each,
       MFU, and Weft's ratio to each PyTorch mode at the same precision.
+      Then it runs Weft's bf16 step 3 more times under
+      $WEFT_PROFILE_LAUNCHES and prints each launch's measured time beside
+      the kernel report's prediction for this GPU (utils/compare_profile.py;
+      the reports for H100 and H200 are made by `prepare`).
 
 Weft's f32 step is compared with PyTorch in float32 (TF32 off), its bf16
 step (bf16 GEMMs and cuDNN's fused attention) with PyTorch's bf16
@@ -53,10 +57,25 @@ def prepare(args):
         from weft import tool  # only here: `run` works without the package
         args.weftc = str(tool("weftc"))
     for precision in ("f32", "bf16"):
+        report = ["--report=kernels", "--gpu=h200",
+                  f"--report-file={out / 'report_h200.json'}"] if precision == "bf16" else []
         subprocess.run([args.weftc, str(onnx_path), "--train", "--target=cuda",
-                        "--precision", precision, "-o", str(out / f"train_{precision}")],
-                       check=True)
+                        "--precision", precision, "-o", str(out / f"train_{precision}")] +
+                       report, check=True, stdout=subprocess.DEVNULL)
         (out / f"train_{precision}.weights").unlink()
+    # The bf16 step again, its launches marked for the profile (each mark
+    # waits for the GPU: not the build the bench times).
+    subprocess.run([args.weftc, str(onnx_path), "--train", "--target=cuda",
+                    "--precision", "bf16", "--profile-launches", "-o",
+                    str(out / "train_bf16_profile")], check=True, stdout=subprocess.DEVNULL)
+    (out / "train_bf16_profile.weights").unlink()
+    # The same program priced on an H100 (only the report is kept).
+    subprocess.run([args.weftc, str(onnx_path), "--train", "--target=cuda",
+                    "--precision", "bf16", "--emit=obj", "--report=kernels",
+                    "--gpu=h100", f"--report-file={out / 'report_h100.json'}",
+                    "-o", str(out / "priced.o")], check=True, stdout=subprocess.DEVNULL)
+    for path in out.glob("priced.*"):
+        path.unlink()
     compile_seconds = time.time() - start
     for path in out.glob("gpt.onnx*"):
         path.unlink()
@@ -65,6 +84,7 @@ def prepare(args):
     ship(out / "lib")
     (out / "shape.json").write_text(json.dumps(shape))
     shutil.copy(__file__, out / "gpu_train.py")
+    shutil.copy(ROOT / "utils" / "compare_profile.py", out / "compare_profile.py")
     print(f"prepared {out} ({compile_seconds:.0f} s to compile)")
     return 0
 
@@ -82,6 +102,25 @@ def weft_rate(base, precision, steps, env):
                 "--log", str(log), "--print-every", str(steps)], base, env)
     rates = [json.loads(line)["tokens_per_s"] for line in open(log)][2:]
     return statistics.median(rates)
+
+
+def weft_profile(base, env, steps=3):
+    """Weft's bf16 step under $WEFT_PROFILE_LAUNCHES: each launch's time
+    on this GPU beside the report's prediction for it."""
+    import torch
+    name = torch.cuda.get_device_name()
+    if "H100" not in name and "H200" not in name:
+        print(f"weft cuda bf16 profile: {name} is neither an H100 nor an H200: "
+              f"measured against the H200's prediction")
+    report = base / ("report_h100.json" if "H100" in name else "report_h200.json")
+    profile = base / "profile.txt"
+    run_on_gpu([str(base / "train_bf16_profile"), "--init-seed", "1", "--data",
+                str(base / "data.tokens"), "--steps", str(steps), "--lr", "3e-4",
+                "--log", str(base / "profile.jsonl")], base,
+               dict(env, WEFT_PROFILE_LAUNCHES=str(profile)))
+    subprocess.run([sys.executable, str(base / "compare_profile.py"), "--report",
+                    str(report), "--profile", str(profile), "--steps", str(steps),
+                    "--device", name], check=True)
 
 
 def torch_rate(shape, steps, device, precision, compiled):
@@ -184,6 +223,11 @@ def run(args):
     for name, precision, rate in rows:
         if name != "weft cuda" and precision in weft:
             print(f"weft / {name} {precision}: {weft[precision] / rate:.3f}x")
+    try:
+        weft_profile(base, env)
+    except (RuntimeError, subprocess.CalledProcessError) as error:
+        print(f"weft cuda bf16 profile: FAIL: {error}")
+        return 1
     return 0 if len(weft) == 2 else 1
 
 

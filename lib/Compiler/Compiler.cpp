@@ -235,6 +235,7 @@ void describeKernels(DictionaryAttr kernels, weft::ProgramReport &report) {
       launch.elements = integer(entry, "elements");
       launch.exact = flag(entry, "exact");
       launch.tensorCores = flag(entry, "tensor_cores");
+      launch.tf32 = flag(entry, "tf32");
     }
   if (auto buffers = kernels.getAs<ArrayAttr>("buffers"))
     for (auto entry : buffers.getAsRange<DictionaryAttr>()) {
@@ -666,10 +667,10 @@ LogicalResult Compilation::buildPassManagers() {
   weft::guardPasses(*lowering);
   if (o.timeLoweringPasses)
     lowering->enableTiming();
-  target->buildLowering(*lowering,
-                        weft::LoweringOptions{o.optLevel,
-                                              outlined() ? "none" : o.recompute,
-                                              "weft_model_main"});
+  target->buildLowering(
+      *lowering,
+      weft::LoweringOptions{o.optLevel, outlined() ? "none" : o.recompute,
+                            "weft_model_main", o.allowTf32, o.profileLaunches});
   std::string error;
   llvm::raw_string_ostream errorStream(error);
   if (!o.testLoweringPasses.empty() &&

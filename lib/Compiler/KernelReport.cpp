@@ -36,7 +36,10 @@ KernelPrediction weft::predictKernels(const ProgramReport &program,
   double matmulFlops = 0, tensorCoreFlops = 0;
   for (const ProgramReport::Launch &launch : program.launches) {
     PricedLaunch &priced = prediction.launches.emplace_back();
-    double peak = launch.tensorCores ? gpu.peakBf16 * ceilings.tensorCoreGemm
+    double peak = launch.tensorCores ? (!launch.tf32       ? gpu.peakBf16
+                                        : gpu.peakTf32 > 0 ? gpu.peakTf32
+                                                           : gpu.peakFp32) *
+                                           ceilings.tensorCoreGemm
                                      : gpu.peakFp32 * ceilings.cudaCoreFlops;
     double flops = double(launch.flops);
     if (launch.kind == "attention") {
@@ -101,6 +104,7 @@ llvm::json::Value weft::kernelReportJSON(const ProgramReport &program,
         {"elements", launch.elements},
         {"exact", launch.exact},
         {"tensor_cores", launch.tensorCores},
+        {"tf32", launch.tf32},
         {"predicted_seconds", priced.seconds},
         {"bound", priced.bound},
         {"undersized", priced.undersized},
@@ -132,6 +136,7 @@ llvm::json::Value weft::kernelReportJSON(const ProgramReport &program,
            {"name", gpu.model},
            {"multiprocessors", gpu.multiprocessors},
            {"peak_bf16_flops", gpu.peakBf16},
+           {"peak_tf32_flops", gpu.peakTf32},
            {"peak_fp32_flops", gpu.peakFp32},
            {"memory_bandwidth", gpu.memoryBandwidth},
        }},

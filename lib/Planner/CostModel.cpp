@@ -53,6 +53,7 @@ std::optional<Cluster> Cluster::preset(const std::string &name, int64_t nodes) {
     cluster.gpu = {"A100-SXM4-80GB", 312 * tera, 312 * tera,
                    19.5 * tera,      80 * giga,  2039 * giga};
     cluster.gpu.multiprocessors = 108;
+    cluster.gpu.peakTf32 = 156 * tera;
     cluster.intraNode.bandwidth = 300 * giga; // NVLink 3: 600 GB/s both ways
     cluster.nicBandwidth = 25 * giga;         // HDR 200 Gb/s
   } else if (name == "dgx-h100" || name == "h200") {
@@ -65,6 +66,7 @@ std::optional<Cluster> Cluster::preset(const std::string &name, int64_t nodes) {
                    (h200 ? 141 : 80) * giga,
                    (h200 ? 4800 : 3350) * giga};
     cluster.gpu.multiprocessors = 132;
+    cluster.gpu.peakTf32 = 494.7 * tera;
     cluster.intraNode.bandwidth = 450 * giga; // NVLink 4: 900 GB/s both ways
     cluster.nicBandwidth = 50 * giga;         // NDR 400 Gb/s
   } else {
@@ -253,6 +255,9 @@ std::optional<Cluster> Cluster::fromDescription(const llvm::json::Value &value,
   cluster.gpu.peakFp16 = tflops * tera;
   number(*gpu, "peak_fp32_tflops", "gpu.", tflops, true);
   cluster.gpu.peakFp32 = tflops * tera;
+  // A GPU without TF32 tensor cores multiplies f32 at its f32 peak.
+  number(*gpu, "peak_tf32_tflops", "gpu.", tflops, false);
+  cluster.gpu.peakTf32 = tflops * tera;
   number(*gpu, "memory_gb", "gpu.", memoryGb, true);
   number(*gpu, "memory_bandwidth_gbps", "gpu.", bandwidthGb, true);
   cluster.gpu.memoryBytes = memoryGb * giga;

@@ -84,6 +84,8 @@ weft::CompileOptions readOptions(const py::dict &dict) {
   r.read("freeze", o.freeze);
   r.read("train_only", o.trainOnly);
   r.read("precision", o.precision);
+  r.read("allow_tf32", o.allowTf32);
+  r.read("profile_launches", o.profileLaunches);
   r.read("recompute", o.recompute);
   r.read("grad_accum", o.gradAccum);
   r.read("zero", o.zero);
@@ -157,6 +159,8 @@ py::dict optionsDict(const weft::CompileOptions &o) {
   d["freeze"] = o.freeze;
   d["train_only"] = o.trainOnly;
   d["precision"] = o.precision;
+  d["allow_tf32"] = o.allowTf32;
+  d["profile_launches"] = o.profileLaunches;
   d["recompute"] = o.recompute;
   d["grad_accum"] = o.gradAccum;
   d["zero"] = o.zero;

@@ -47,7 +47,9 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
             sequence_parallel: bool = False, pad_uneven: bool = False,
             train: bool = False, program: Optional[str] = None,
             optimizer: str = "adamw", weight_decay: float = 0.1, clip_norm: float = 1.0,
-            precision: str = "f32", recompute: str = "none", grad_accum: int = 1,
+            precision: str = "f32", allow_tf32: bool = False, profile_launches: bool = False,
+            recompute: str = "none",
+            grad_accum: int = 1,
             zero: int = 0, schedule: str = "1f1b", microbatches: int = 1,
             virtual_stages: int = 1, stage_boundaries: Optional[Sequence[int]] = None,
             bucket_mb: float = 25.0, grad_sync: str = "library", dp_sync_every: int = 1,
@@ -72,7 +74,10 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
     tail chunk of the sequence), "ring-contiguous" or "all-to-all". train=True compiles a training step (or
     program="gradients" its loss and gradients); freeze and train_only
     are glob patterns (a string or a list) on parameter names: those that
-    do not train, or the only ones that do. plan is a Plan from
+    do not train, or the only ones that do. allow_tf32 lets a GPU target
+    multiply f32 GEMMs as TF32 on tensor cores; profile_launches makes a
+    CUDA executable that times each launch of the kernel report under
+    $WEFT_PROFILE_LAUNCHES (utils/compare_profile.py). plan is a Plan from
     weft.plan (compiled exactly), "auto", or pinned choices ("dp=2,pp=2")
     for the planner to complete on `cluster`. The files go to `output`
     (a path stem) or to a temporary directory the Program owns.
@@ -106,7 +111,8 @@ def compile(model, *, dims=None, mesh=None, parallel: Optional[Sequence[str]] = 
                 "optimizer": optimizer, "token_input": token_input or "",
                 "weight_decay": float(weight_decay), "clip_norm": float(clip_norm),
                 "freeze": _patterns(freeze), "train_only": _patterns(train_only),
-                "precision": precision, "recompute": recompute,
+                "precision": precision, "allow_tf32": bool(allow_tf32),
+                "profile_launches": bool(profile_launches), "recompute": recompute,
                 "grad_accum": int(grad_accum), "zero": int(zero), "mesh": mesh_text,
                 "parallel": list(parallel or []), "sequence_parallel": sequence_parallel,
                 "pad_uneven": pad_uneven, "bucket_mb": float(bucket_mb),

@@ -2,7 +2,8 @@
 //
 // c[batch.., m, n] (+)= a[batch.., m, k] * b[batch.., k, n] on strided
 // views, a and b f32 or bf16 (widened first), c f32: accumulated into c, or
-// written over it (beta = 0: c is not read).
+// written over it (beta = 0: c is not read). The contract's flags are in
+// weft/runtime/Contract.h.
 // Each matrix goes to cblas_sgemm when one of its two dims is contiguous
 // (row-major as it is, or as a transpose); otherwise a plain loop runs.
 // Compiled with -fopenmp; executables link LLVM's libomp, which also
@@ -11,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/Blas.h"
+#include "weft/runtime/Contract.h"
 
 #include "Bf16.h"
 #include "StridedView.h"
@@ -19,6 +21,7 @@
 #include <cblas.h>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <omp.h>
 #include <strings.h>
 #include <unistd.h>
@@ -135,8 +138,9 @@ void gemm(const View &a, const View &b, const View &c, int64_t rankC,
   }
 }
 
-/// A bf16 operand widened to f32 (exactly): the same sizes, contiguous
-/// strides, a broadcast dim (stride 0) kept broadcast.
+/// An operand copied into f32 (a bf16 one widened exactly, an f32 one
+/// rounded to TF32): the same sizes, contiguous strides, a broadcast dim
+/// (stride 0) kept broadcast.
 struct Widened {
   std::vector<float> data;
   std::vector<int64_t> strides;
@@ -144,7 +148,7 @@ struct Widened {
 };
 
 /// Where element `e` (row-major over the sizes, broadcast dims skipped) of
-/// a widened copy lies in the bf16 view `narrow`.
+/// a copy lies in the view `narrow`.
 int64_t narrowIndex(const View &narrow, int64_t rank, int64_t e) {
   int64_t index = narrow.offset;
   for (int64_t d = rank - 1; d >= 0; --d) {
@@ -156,10 +160,11 @@ int64_t narrowIndex(const View &narrow, int64_t rank, int64_t e) {
   return index;
 }
 
-/// `read`: its values; else only its shape (an output the GEMM overwrites).
-Widened widen(int64_t rank, void *descriptor, bool read = true) {
+/// `read`: its values, each `element(i)` for the element at index i of the
+/// view; else only its shape (an output the GEMM overwrites).
+template <typename Element>
+Widened copyOf(int64_t rank, void *descriptor, bool read, Element element) {
   View narrow = viewOf(rank, descriptor);
-  const auto *bits = reinterpret_cast<const uint16_t *>(narrow.aligned);
   Widened wide;
   wide.strides.assign(rank, 0);
   int64_t elements = 1;
@@ -173,11 +178,36 @@ Widened widen(int64_t rank, void *descriptor, bool read = true) {
   if (read) {
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < elements; ++e)
-      wide.data[e] =
-          weft::runtime::bf16ToFloat(bits[narrowIndex(narrow, rank, e)]);
+      wide.data[e] = element(narrowIndex(narrow, rank, e));
   }
   wide.view = {wide.data.data(), 0, narrow.sizes, wide.strides.data()};
   return wide;
+}
+
+/// A bf16 operand widened.
+Widened widen(int64_t rank, void *descriptor, bool read = true) {
+  const auto *bits =
+      reinterpret_cast<const uint16_t *>(viewOf(rank, descriptor).aligned);
+  return copyOf(rank, descriptor, read, [&](int64_t index) {
+    return weft::runtime::bf16ToFloat(bits[index]);
+  });
+}
+
+/// An f32 operand as tensor cores read TF32: 10 mantissa bits, rounded to
+/// nearest even.
+Widened roundToTf32(int64_t rank, void *descriptor) {
+  const float *values = viewOf(rank, descriptor).aligned;
+  return copyOf(rank, descriptor, /*read=*/true, [&](int64_t index) {
+    uint32_t bits;
+    std::memcpy(&bits, &values[index], 4);
+    if ((bits & 0x7f800000) != 0x7f800000) {
+      bits += 0xfff + ((bits >> 13) & 1);
+      bits &= ~uint32_t(0x1fff);
+    }
+    float rounded;
+    std::memcpy(&rounded, &bits, 4);
+    return rounded;
+  });
 }
 
 /// Rounds `wide` (as widen made it of the bf16 view `descriptor`) back into
@@ -192,34 +222,86 @@ void narrowInto(const Widened &wide, int64_t rank, void *descriptor) {
         weft::runtime::floatToBf16(wide.data[e]);
 }
 
+/// Under kGemmBias, c (f32, already holding what the product adds to when
+/// it accumulates) gets `biasAt(j)` added to each element of column j: the
+/// GEMM then accumulates onto it, each sum in f32 as cuBLASLt's epilogue
+/// adds them. Returns whether c is to be accumulated into.
+template <typename BiasAt>
+bool addBias(const View &c, int64_t rank, int64_t flags, BiasAt biasAt) {
+  bool accumulate = flags & weft::runtime::kGemmAccumulate;
+  if (!(flags & weft::runtime::kGemmBias))
+    return accumulate;
+  int64_t elements = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    elements *= c.sizes[d];
+#pragma omp parallel for schedule(static)
+  for (int64_t e = 0; e < elements; ++e) {
+    int64_t index = c.offset, rest = e;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      index += (rest % c.sizes[d]) * c.strides[d];
+      rest /= c.sizes[d];
+    }
+    float &value = c.aligned[index];
+    value = (accumulate ? value : 0.0f) + biasAt(e % c.sizes[rank - 1]);
+  }
+  return true;
+}
+
+/// The bias vector's elements (weft/runtime/Contract.h: contiguous).
+const float *biasOf(void *descriptor) {
+  View bias = viewOf(1, descriptor);
+  return bias.aligned + bias.offset;
+}
+const uint16_t *bf16BiasOf(void *descriptor) {
+  View bias = viewOf(1, descriptor);
+  return reinterpret_cast<const uint16_t *>(bias.aligned) + bias.offset;
+}
+
 } // namespace
 
+/// f32; under kGemmTf32 the inputs rounded to TF32 first, as a GPU's
+/// tensor cores read them (the CPU target never sets it: the emulation
+/// does).
 extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
-                              void *descB, int64_t rankC, void *descC,
-                              int64_t accumulate) {
-  gemm(viewOf(rankA, descA), viewOf(rankB, descB), viewOf(rankC, descC), rankC,
-       accumulate != 0);
+                              void *descB, int64_t rankC, void *descC, int64_t,
+                              void *descBias, int64_t flags) {
+  View c = viewOf(rankC, descC);
+  bool accumulate =
+      addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
+  if (flags & weft::runtime::kGemmTf32) {
+    Widened a = roundToTf32(rankA, descA), b = roundToTf32(rankB, descB);
+    gemm(a.view, b.view, c, rankC, accumulate);
+    return;
+  }
+  gemm(viewOf(rankA, descA), viewOf(rankB, descB), c, rankC, accumulate);
 }
 
 /// bf16 inputs accumulated in f32, as the compiled loop computes them: the
 /// inputs widened (exactly), then the f32 GEMM.
 extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
-                               void *descB, int64_t rankC, void *descC,
-                               int64_t accumulate) {
+                               void *descB, int64_t rankC, void *descC, int64_t,
+                               void *descBias, int64_t flags) {
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
-  gemm(a.view, b.view, viewOf(rankC, descC), rankC, accumulate != 0);
+  View c = viewOf(rankC, descC);
+  bool accumulate =
+      addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
+  gemm(a.view, b.view, c, rankC, accumulate);
 }
 
 /// bf16 inputs accumulated in f32 and rounded once into a bf16 c (a GEMM
 /// that writes its inputs' type, as cuBLAS does with a bf16 c): c widened
-/// where the product adds to it (else only allocated), the f32 GEMM, then c
-/// rounded.
+/// where the product adds to it (else only allocated), the bf16 bias
+/// widened onto it, the f32 GEMM, then c rounded.
 extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
-                                    int64_t accumulate) {
+                                    int64_t, void *descBias, int64_t flags) {
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
-  Widened c = widen(rankC, descC, /*read=*/accumulate != 0);
-  gemm(a.view, b.view, c.view, rankC, accumulate != 0);
+  Widened c = widen(rankC, descC,
+                    /*read=*/flags & weft::runtime::kGemmAccumulate);
+  bool accumulate = addBias(c.view, rankC, flags, [&](int64_t j) {
+    return weft::runtime::bf16ToFloat(bf16BiasOf(descBias)[j]);
+  });
+  gemm(a.view, b.view, c.view, rankC, accumulate);
   narrowInto(c, rankC, descC);
 }
 

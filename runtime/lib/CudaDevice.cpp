@@ -5,9 +5,9 @@
 // without one and says so in one line instead of failing to load. The same
 // driver serves the model's buffers (CudaDevice) and the `mgpu*` functions
 // that the host code lowered by MLIR's gpu-to-llvm calls (Debian ships no
-// libmlir_cuda_runtime; these are Weft's). GEMMs go to cuBLAS, also loaded
-// when first used; fused attention (CudnnAttention.cpp) reaches the driver
-// through CudaDriver.h.
+// libmlir_cuda_runtime; these are Weft's). GEMMs go to cuBLASLt, also
+// loaded when first used; fused attention (CudnnAttention.cpp) reaches the
+// driver through CudaDriver.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,10 +22,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -70,6 +74,7 @@ struct Driver {
   CUresult (*eventDestroy)(CUevent);
   CUresult (*eventRecord)(CUevent, CUstream);
   CUresult (*eventSynchronize)(CUevent);
+  CUresult (*eventElapsedTime)(float *, CUevent, CUevent);
   CUresult (*getErrorString)(CUresult, const char **);
 
   CUcontext context = nullptr;
@@ -129,6 +134,12 @@ const Driver *loadDriver(std::string &error) {
     bind(driver.eventDestroy, "cuEventDestroy_v2");
     bind(driver.eventRecord, "cuEventRecord");
     bind(driver.eventSynchronize, "cuEventSynchronize");
+    // Only a profile needs it (cuEventElapsedTime_v2 from CUDA 12.8 on).
+    for (const char *name : {"cuEventElapsedTime_v2", "cuEventElapsedTime"})
+      if (!driver.eventElapsedTime)
+        driver.eventElapsedTime =
+            reinterpret_cast<decltype(driver.eventElapsedTime)>(
+                dlsym(library, name));
     bind(driver.getErrorString, "cuGetErrorString");
     if (missing)
       return;
@@ -185,6 +196,72 @@ void check(CUresult result, const char *call, const char *subject = nullptr) {
   std::_Exit(1);
 }
 
+/// The time each run of a numbered launch took on the GPU, when
+/// $WEFT_PROFILE_LAUNCHES names a file: the host code marks where the
+/// launch or library call the kernel report numbered starts
+/// (weft_cuda_launch), and the kernel or library call that follows is timed
+/// between two events on its stream (which synchronizes it: a profile, not
+/// a fast run; the time includes the launch's latency, the stream being
+/// idle before it). Written at exit, one line per run: the id and seconds.
+struct LaunchProfile {
+  std::string path;
+  int64_t current = -1;
+  std::vector<std::pair<int64_t, double>> runs;
+};
+
+LaunchProfile *launchProfile() {
+  static LaunchProfile *profile = [] {
+    const char *path = std::getenv("WEFT_PROFILE_LAUNCHES");
+    if (!path || !*path)
+      return static_cast<LaunchProfile *>(nullptr);
+    auto *created = new LaunchProfile{path};
+    std::atexit([] {
+      LaunchProfile *p = launchProfile();
+      FILE *file = fopen(p->path.c_str(), "w");
+      if (!file) {
+        fprintf(stderr, "error: cannot write $WEFT_PROFILE_LAUNCHES '%s'\n",
+                p->path.c_str());
+        return;
+      }
+      for (auto [id, seconds] : p->runs)
+        fprintf(file, "%lld %.9g\n", (long long)id, seconds);
+      fclose(file);
+    });
+    return created;
+  }();
+  return profile;
+}
+
+/// Runs `work`, which queues the marked launch on `stream`; when profiling,
+/// between two timing events, and records the time.
+template <typename Work> void profiled(CUstream stream, Work work) {
+  LaunchProfile *profile = launchProfile();
+  if (!profile || profile->current < 0) {
+    work();
+    return;
+  }
+  const Driver &cuda = driver();
+  if (!cuda.eventElapsedTime) {
+    fprintf(stderr, "error: CUDA: $WEFT_PROFILE_LAUNCHES: the driver has no "
+                    "cuEventElapsedTime\n");
+    fflush(nullptr);
+    std::_Exit(1);
+  }
+  CUevent start = nullptr, end = nullptr;
+  check(cuda.eventCreate(&start, /*CU_EVENT_DEFAULT=*/0), "cuEventCreate");
+  check(cuda.eventCreate(&end, /*CU_EVENT_DEFAULT=*/0), "cuEventCreate");
+  check(cuda.eventRecord(start, stream), "cuEventRecord");
+  work();
+  check(cuda.eventRecord(end, stream), "cuEventRecord");
+  check(cuda.eventSynchronize(end), "cuEventSynchronize");
+  float milliseconds = 0;
+  check(cuda.eventElapsedTime(&milliseconds, start, end), "cuEventElapsedTime");
+  cuda.eventDestroy(start);
+  cuda.eventDestroy(end);
+  profile->runs.push_back({profile->current, milliseconds * 1e-3});
+  profile->current = -1;
+}
+
 class CudaDevice final : public weft::runtime::Device {
 public:
   explicit CudaDevice(const Driver &driver) : cuda(driver) {}
@@ -224,28 +301,51 @@ struct EmbeddedModule {
   std::once_flag loaded;
 };
 
-/// cuBLAS's entry points (its ABI; the toolkit's headers are not needed).
-struct Blas {
-  using Handle = struct cublasContext *;
+/// cuBLASLt's entry points (its ABI; the toolkit's headers are not needed).
+struct BlasLt {
+  using Handle = struct cublasLtContext *;
+  using Desc = void *;   // cublasLtMatmulDesc_t
+  using Layout = void *; // cublasLtMatrixLayout_t
+  using Preference = void *;
+  struct Algo {
+    uint64_t data[8];
+  };
+  struct Heuristic {
+    Algo algo;
+    size_t workspaceSize;
+    int state;
+    float wavesCount;
+    int reserved[4];
+  };
   int (*create)(Handle *);
-  int (*setStream)(Handle, CUstream);
-  int (*sgemmStridedBatched)(Handle, int, int, int, int, int, const float *,
-                             const float *, int, long long, const float *, int,
-                             long long, const float *, float *, int, long long,
-                             int);
-  /// cublasGemmStridedBatchedEx: typed operands (cudaDataType), a compute
-  /// type and an algorithm after the batch count.
-  int (*gemmStridedBatchedEx)(Handle, int, int, int, int, int, const void *,
-                              const void *, int, int, long long, const void *,
-                              int, int, long long, const void *, void *, int,
-                              int, long long, int, int, int);
+  int (*descCreate)(Desc *, int computeType, int scaleType);
+  int (*descDestroy)(Desc);
+  int (*descSetAttribute)(Desc, int, const void *, size_t);
+  int (*layoutCreate)(Layout *, int type, uint64_t rows, uint64_t cols,
+                      int64_t ld);
+  int (*layoutDestroy)(Layout);
+  int (*layoutSetAttribute)(Layout, int, const void *, size_t);
+  int (*preferenceCreate)(Preference *);
+  int (*preferenceDestroy)(Preference);
+  int (*preferenceSetAttribute)(Preference, int, const void *, size_t);
+  int (*algoGetHeuristic)(Handle, Desc, Layout, Layout, Layout, Layout,
+                          Preference, int, Heuristic *, int *);
+  int (*matmul)(Handle, Desc, const void *alpha, const void *a, Layout,
+                const void *b, Layout, const void *beta, const void *c, Layout,
+                void *d, Layout, const Algo *, void *workspace,
+                size_t workspaceBytes, CUstream);
   Handle handle = nullptr;
   CUstream stream = nullptr;
+  /// Scratch for the kernels cuBLASLt picks: 32 MiB, what NVIDIA advises on
+  /// Hopper.
+  void *workspace = nullptr;
+  static constexpr size_t kWorkspaceBytes = 32u << 20;
 };
 
-/// cuBLAS with a handle and a stream of its own, loaded at the first GEMM.
-const Blas &blas() {
-  static Blas loaded;
+/// cuBLASLt with a handle, a stream and a workspace of its own, loaded at
+/// the first GEMM.
+const BlasLt &blasLt() {
+  static BlasLt loaded;
   static std::once_flag once;
   std::call_once(once, [] {
     const Driver &cuda = driver();
@@ -254,9 +354,9 @@ const Blas &blas() {
         getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda";
     void *library = nullptr;
     for (const std::string &name :
-         {std::string("libcublas.so.13"), std::string("libcublas.so.12"),
-          toolkit + "/lib64/libcublas.so.13",
-          toolkit + "/lib64/libcublas.so.12"})
+         {std::string("libcublasLt.so.13"), std::string("libcublasLt.so.12"),
+          toolkit + "/lib64/libcublasLt.so.13",
+          toolkit + "/lib64/libcublasLt.so.12"})
       if ((library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)))
         break;
     auto fail = [](const std::string &why) {
@@ -265,24 +365,32 @@ const Blas &blas() {
       std::_Exit(1);
     };
     if (!library)
-      fail("cuBLAS (libcublas.so.13) cannot be loaded: put its directory "
+      fail("cuBLASLt (libcublasLt.so.13) cannot be loaded: put its directory "
            "on LD_LIBRARY_PATH");
     auto bind = [&](auto &entry, const char *name) {
       entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(
           dlsym(library, name));
       if (!entry)
-        fail(std::string("cuBLAS has no ") + name);
+        fail(std::string("cuBLASLt has no ") + name);
     };
-    bind(loaded.create, "cublasCreate_v2");
-    bind(loaded.setStream, "cublasSetStream_v2");
-    bind(loaded.sgemmStridedBatched, "cublasSgemmStridedBatched");
-    bind(loaded.gemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
+    bind(loaded.create, "cublasLtCreate");
+    bind(loaded.descCreate, "cublasLtMatmulDescCreate");
+    bind(loaded.descDestroy, "cublasLtMatmulDescDestroy");
+    bind(loaded.descSetAttribute, "cublasLtMatmulDescSetAttribute");
+    bind(loaded.layoutCreate, "cublasLtMatrixLayoutCreate");
+    bind(loaded.layoutDestroy, "cublasLtMatrixLayoutDestroy");
+    bind(loaded.layoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
+    bind(loaded.preferenceCreate, "cublasLtMatmulPreferenceCreate");
+    bind(loaded.preferenceDestroy, "cublasLtMatmulPreferenceDestroy");
+    bind(loaded.preferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
+    bind(loaded.algoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic");
+    bind(loaded.matmul, "cublasLtMatmul");
     if (int status = loaded.create(&loaded.handle))
-      fail("cublasCreate failed with status " + std::to_string(status));
+      fail("cublasLtCreate failed with status " + std::to_string(status));
     check(cuda.streamCreate(&loaded.stream, /*CU_STREAM_NON_BLOCKING=*/1),
           "cuStreamCreate");
-    if (int status = loaded.setStream(loaded.handle, loaded.stream))
-      fail("cublasSetStream failed with status " + std::to_string(status));
+    loaded.workspace = weft::runtime::cuda::allocate(BlasLt::kWorkspaceBytes,
+                                                     "cuBLASLt's workspace");
   });
   return loaded;
 }
@@ -291,21 +399,180 @@ const Blas &blas() {
 
 namespace {
 
-/// The input types of a GEMM of weft-contractions-to-blas: f32 through
-/// cublasSgemmStridedBatched, or bf16 through cublasGemmStridedBatchedEx
-/// on tensor cores, accumulating in f32; c is f32 either way.
 /// The GEMMs weft-contractions-to-blas calls: f32; bf16 inputs into an f32
 /// c; bf16 inputs into a bf16 c (f32 accumulation, rounded once).
 enum class GemmInputs { F32, BF16, BF16ToBF16 };
 
-/// c (+)= a * b on strided views [batch..., rows, cols] whose matrices cuBLAS
-/// reads (the compiler calls only for those, weft::runtime::
-/// columnMajorLayout). cuBLAS is column-major: a row-major c is computed as
-/// c^T = b^T a^T. The last batch dim is cuBLAS's strided batch, the others
-/// a loop. Returns when c is written: the kernels that follow run on other
-/// streams.
+/// One cuBLASLt matmul, column-major: d = op(x) op(y) (+ d) (+ the bias,
+/// one per row of d), `count` matrices `stride*` elements apart, its
+/// pointers aligned to `align*` bytes (at most 256: what the heuristic
+/// assumes unless told less).
+struct LtMatmul {
+  int inputType, outputType, computeType;
+  bool transX, transY, bias = false;
+  int64_t rows, cols, inner;
+  int64_t ldx, ldy, ldz;
+  int64_t strideX, strideY, strideZ, count;
+  uint32_t alignX = 256, alignY = 256, alignZ = 256, alignBias = 256;
+
+  auto key() const {
+    return std::make_tuple(inputType, outputType, computeType, transX, transY,
+                           bias, rows, cols, inner, ldx, ldy, ldz, strideX,
+                           strideY, strideZ, count, alignX, alignY, alignZ,
+                           alignBias);
+  }
+};
+
+/// The alignment of `pointer`: its largest power-of-two divisor, up to 256.
+uint32_t alignmentOf(const void *pointer) {
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment)
+    alignment /= 2;
+  return alignment;
+}
+
+/// Fails the run with one line naming the GEMM.
+[[noreturn]] void failGemm(const char *what, int status, const LtMatmul &mm) {
+  fprintf(stderr,
+          "error: CUDA: %s failed with status %d (a %lld x %lld x %lld GEMM, "
+          "%lld batches)\n",
+          what, status, (long long)mm.rows, (long long)mm.cols,
+          (long long)mm.inner, (long long)mm.count);
+  fflush(nullptr);
+  std::_Exit(1);
+}
+
+/// The descriptors of a matmul and the algorithm cuBLASLt's heuristic
+/// chose for it, made once per shape.
+struct LtPlan {
+  BlasLt::Desc desc = nullptr;
+  BlasLt::Layout x = nullptr, y = nullptr, z = nullptr;
+  BlasLt::Algo algo{};
+};
+
+const LtPlan &planFor(const LtMatmul &mm, const void *biasPointer) {
+  static std::map<decltype(mm.key()), LtPlan> plans;
+  static std::mutex guard;
+  std::lock_guard<std::mutex> lock(guard);
+  auto [it, inserted] = plans.try_emplace(mm.key());
+  LtPlan &plan = it->second;
+  if (!inserted)
+    return plan;
+  const BlasLt &lt = blasLt();
+  // cudaDataType (library_types.h) and the enums of cublasLt.h.
+  constexpr int kR32F = 0;
+  constexpr int kTransA = 3, kTransB = 4, kEpilogue = 7, kBiasPointer = 8,
+                kBatchCount = 5, kStridedBatchOffset = 6,
+                kMaxWorkspaceBytes = 1, kMinAlignmentA = 5, kMinAlignmentB = 6,
+                kMinAlignmentC = 7, kMinAlignmentD = 8;
+  constexpr uint32_t kEpilogueBias = 4;
+  auto ok = [&](int status, const char *what) {
+    if (status != 0)
+      failGemm(what, status, mm);
+  };
+  ok(lt.descCreate(&plan.desc, mm.computeType, kR32F),
+     "cublasLtMatmulDescCreate");
+  int32_t opX = mm.transX, opY = mm.transY; // CUBLAS_OP_N = 0, _T = 1
+  ok(lt.descSetAttribute(plan.desc, kTransA, &opX, sizeof opX),
+     "cublasLtMatmulDescSetAttribute (TRANSA)");
+  ok(lt.descSetAttribute(plan.desc, kTransB, &opY, sizeof opY),
+     "cublasLtMatmulDescSetAttribute (TRANSB)");
+  if (mm.bias) {
+    // Of D's type, added to each row of the column-major D (each column of
+    // the row-major c); the heuristic reads the pointer's alignment (each
+    // call sets its own pointer).
+    ok(lt.descSetAttribute(plan.desc, kEpilogue, &kEpilogueBias,
+                           sizeof kEpilogueBias),
+       "cublasLtMatmulDescSetAttribute (EPILOGUE)");
+    ok(lt.descSetAttribute(plan.desc, kBiasPointer, &biasPointer,
+                           sizeof biasPointer),
+       "cublasLtMatmulDescSetAttribute (BIAS_POINTER)");
+  }
+  // A layout is of the matrix as stored: op() transposes it.
+  auto layout = [&](BlasLt::Layout &into, int type, int64_t rows, int64_t cols,
+                    int64_t ld, int64_t stride) {
+    ok(lt.layoutCreate(&into, type, rows, cols, ld),
+       "cublasLtMatrixLayoutCreate");
+    int32_t count = int32_t(mm.count);
+    ok(lt.layoutSetAttribute(into, kBatchCount, &count, sizeof count),
+       "cublasLtMatrixLayoutSetAttribute (BATCH_COUNT)");
+    ok(lt.layoutSetAttribute(into, kStridedBatchOffset, &stride, sizeof stride),
+       "cublasLtMatrixLayoutSetAttribute (STRIDED_BATCH_OFFSET)");
+  };
+  layout(plan.x, mm.inputType, mm.transX ? mm.inner : mm.rows,
+         mm.transX ? mm.rows : mm.inner, mm.ldx, mm.strideX);
+  layout(plan.y, mm.inputType, mm.transY ? mm.cols : mm.inner,
+         mm.transY ? mm.inner : mm.cols, mm.ldy, mm.strideY);
+  layout(plan.z, mm.outputType, mm.rows, mm.cols, mm.ldz, mm.strideZ);
+  BlasLt::Preference preference = nullptr;
+  ok(lt.preferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  uint64_t workspaceBytes = BlasLt::kWorkspaceBytes;
+  ok(lt.preferenceSetAttribute(preference, kMaxWorkspaceBytes, &workspaceBytes,
+                               sizeof workspaceBytes),
+     "cublasLtMatmulPreferenceSetAttribute");
+  for (auto [attribute, alignment] : {std::pair{kMinAlignmentA, mm.alignX},
+                                      std::pair{kMinAlignmentB, mm.alignY},
+                                      std::pair{kMinAlignmentC, mm.alignZ},
+                                      std::pair{kMinAlignmentD, mm.alignZ}})
+    ok(lt.preferenceSetAttribute(preference, attribute, &alignment,
+                                 sizeof alignment),
+       "cublasLtMatmulPreferenceSetAttribute (MIN_ALIGNMENT)");
+  BlasLt::Heuristic best{};
+  int found = 0;
+  ok(lt.algoGetHeuristic(lt.handle, plan.desc, plan.x, plan.y, plan.z, plan.z,
+                         preference, 1, &best, &found),
+     "cublasLtMatmulAlgoGetHeuristic");
+  lt.preferenceDestroy(preference);
+  if (found < 1)
+    failGemm("cublasLtMatmulAlgoGetHeuristic (no algorithm)", found, mm);
+  if (best.state != 0)
+    failGemm("cublasLtMatmulAlgoGetHeuristic", best.state, mm);
+  plan.algo = best.algo;
+  return plan;
+}
+
+/// Collapses batch dims that step through all three operands evenly
+/// (dim d's stride is dim d+1's times its size, in a, b and c): the batch
+/// one strided batch wherever the views allow.
+int64_t collapseBatch(int64_t batchRank, std::vector<int64_t> &sizes,
+                      std::vector<int64_t> (&strides)[3]) {
+  // A dim of one matrix steps nowhere, whatever its strides.
+  for (int64_t d = batchRank - 1; d >= 0; --d)
+    if (sizes[d] == 1 && batchRank > 1) {
+      sizes.erase(sizes.begin() + d);
+      for (auto &s : strides)
+        s.erase(s.begin() + d);
+      --batchRank;
+    }
+  for (int64_t d = batchRank - 2; d >= 0; --d) {
+    bool even = sizes[d] * sizes[d + 1] <= INT32_MAX; // cuBLASLt's count
+    for (auto &s : strides)
+      even &= s[d] == s[d + 1] * sizes[d + 1];
+    if (!even)
+      continue;
+    sizes[d] *= sizes[d + 1];
+    for (auto &s : strides)
+      s[d] = s[d + 1];
+    sizes.erase(sizes.begin() + d + 1);
+    for (auto &s : strides)
+      s.erase(s.begin() + d + 1);
+    --batchRank;
+  }
+  return batchRank;
+}
+
+/// c (+)= a * b on strided views [batch..., rows, cols] whose matrices
+/// cuBLASLt reads (the compiler calls only for those, weft::runtime::
+/// columnMajorLayout), through cublasLtMatmul: cuBLASLt is column-major,
+/// so a row-major c is computed as c^T = b^T a^T. Batch dims that collapse
+/// into one are its strided batch; the others (views no GEMM library
+/// strides through evenly) a loop of calls. beta = 0 unless kGemmAccumulate
+/// (c is then not read); f32 inputs multiply as TF32 under kGemmTf32.
+/// Returns when c is written: the kernels that follow run on other streams.
 void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
-              void *descB, int64_t rankC, void *descC, bool accumulate) {
+              void *descB, int64_t rankC, void *descC, void *descBias,
+              int64_t flags) {
   using weft::runtime::columnMajorLayout;
   using weft::runtime::View;
   View a = weft::runtime::viewOf(rankA, descA),
@@ -323,83 +590,130 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
   auto lc =
       columnMajorLayout(m, n, c.strides[batchRank], c.strides[batchRank + 1]);
   if (!la || !lb || !lc) {
-    fprintf(stderr, "error: CUDA: a GEMM operand has strides cuBLAS cannot "
+    fprintf(stderr, "error: CUDA: a GEMM operand has strides cuBLASLt cannot "
                     "read (weft-contractions-to-blas should have kept it a "
                     "kernel)\n");
     std::_Exit(1);
   }
+  std::vector<int64_t> sizes(c.sizes, c.sizes + batchRank);
+  std::vector<int64_t> strides[3] = {{a.strides, a.strides + batchRank},
+                                     {b.strides, b.strides + batchRank},
+                                     {c.strides, c.strides + batchRank}};
+  for (int64_t size : sizes)
+    if (size == 0)
+      return;
   if (m == 0 || n == 0)
     return;
-  int64_t count = 1, strideA = 0, strideB = 0, strideC = 0, outer = 1;
-  if (batchRank > 0) {
-    count = c.sizes[batchRank - 1];
-    strideA = a.strides[batchRank - 1];
-    strideB = b.strides[batchRank - 1];
-    strideC = c.strides[batchRank - 1];
+  if (k == 0 && (!(flags & weft::runtime::kGemmAccumulate) ||
+                 (flags & weft::runtime::kGemmBias))) {
+    fprintf(stderr, "error: CUDA: a GEMM over k = 0 that writes c is not "
+                    "supported\n");
+    std::_Exit(1);
   }
-  for (int64_t d = 0; d + 1 < batchRank; ++d)
-    outer *= c.sizes[d];
-  if (count == 0 || outer == 0)
+  if (k == 0)
     return;
-  constexpr int kNoTranspose = 0, kTranspose = 1;
-  // cudaDataType and cublasComputeType_t, cublasGemmAlgo_t (library_types.h,
-  // cublas_api.h).
-  constexpr int kR32F = 0, kR16BF = 14, kCompute32F = 68, kDefaultAlgo = -1;
-  const Blas &cublas = blas();
+  batchRank = collapseBatch(batchRank, sizes, strides);
+  int64_t count = batchRank > 0 ? sizes[batchRank - 1] : 1;
+  if (count > INT32_MAX) {
+    fprintf(stderr,
+            "error: CUDA: a GEMM of %lld batches (cuBLASLt takes at "
+            "most %d)\n",
+            (long long)count, INT32_MAX);
+    std::_Exit(1);
+  }
+  int64_t outer = 1;
+  for (int64_t d = 0; d + 1 < batchRank; ++d)
+    outer *= sizes[d];
+  // cudaDataType and cublasComputeType_t (library_types.h, cublas_api.h).
+  constexpr int kR32F = 0, kR16BF = 14, kCompute32F = 68,
+                kCompute32FFastTf32 = 77;
+  bool tf32 = inputs == GemmInputs::F32 && (flags & weft::runtime::kGemmTf32);
+  LtMatmul mm;
+  mm.inputType = inputs == GemmInputs::F32 ? kR32F : kR16BF;
+  mm.outputType = inputs == GemmInputs::BF16ToBF16 ? kR16BF : kR32F;
+  mm.computeType = tf32 ? kCompute32FFastTf32 : kCompute32F;
+  mm.inner = k;
+  mm.count = count;
+  int64_t strideA = batchRank > 0 ? strides[0][batchRank - 1] : 0,
+          strideB = batchRank > 0 ? strides[1][batchRank - 1] : 0;
+  mm.strideZ = batchRank > 0 ? strides[2][batchRank - 1] : 0;
+  // c^T = b^T a^T where c is row-major; else c = a b.
+  bool swap = lc->transposed;
+  if (swap) {
+    mm.transX = !lb->transposed, mm.transY = !la->transposed;
+    mm.rows = n, mm.cols = m;
+    mm.ldx = lb->ld, mm.ldy = la->ld;
+    mm.strideX = strideB, mm.strideY = strideA;
+  } else {
+    mm.transX = la->transposed, mm.transY = lb->transposed;
+    mm.rows = m, mm.cols = n;
+    mm.ldx = la->ld, mm.ldy = lb->ld;
+    mm.strideX = strideA, mm.strideY = strideB;
+  }
+  mm.ldz = lc->ld;
+  // The bias epilogue adds to each row of the column-major D: c's columns,
+  // c row-major (weft/runtime/Contract.h).
+  const void *biasPointer = nullptr;
+  if (flags & weft::runtime::kGemmBias) {
+    View bias = weft::runtime::viewOf(1, descBias);
+    if (!swap || bias.sizes[0] != n || bias.strides[0] != 1) {
+      fprintf(stderr, "error: CUDA: a GEMM's bias is not a contiguous vector "
+                      "as long as the rows of its row-major c\n");
+      std::_Exit(1);
+    }
+    mm.bias = true;
+    biasPointer = reinterpret_cast<const char *>(bias.aligned) +
+                  bias.offset * outputBytes;
+    mm.alignBias = alignmentOf(biasPointer);
+  }
+  const BlasLt &lt = blasLt();
   const float one = 1.0f, zero = 0.0f;
-  // beta = 0: cuBLAS does not read c.
-  const float *beta = accumulate ? &one : &zero;
-  auto gemm = [&](bool transA, bool transB, int64_t rows, int64_t cols,
-                  const char *x, int64_t ldx, int64_t strideX, const char *y,
-                  int64_t ldy, int64_t strideY, char *z, int64_t ldz) {
-    int opA = transA ? kTranspose : kNoTranspose,
-        opB = transB ? kTranspose : kNoTranspose;
-    if (inputs == GemmInputs::F32)
-      return cublas.sgemmStridedBatched(
-          cublas.handle, opA, opB, rows, cols, k, &one,
-          reinterpret_cast<const float *>(x), ldx, strideX,
-          reinterpret_cast<const float *>(y), ldy, strideY, beta,
-          reinterpret_cast<float *>(z), ldz, strideC, count);
-    return cublas.gemmStridedBatchedEx(
-        cublas.handle, opA, opB, rows, cols, k, &one, x, kR16BF, ldx, strideX,
-        y, kR16BF, ldy, strideY, beta, z,
-        inputs == GemmInputs::BF16ToBF16 ? kR16BF : kR32F, ldz, strideC, count,
-        kCompute32F, kDefaultAlgo);
+  const float *beta = (flags & weft::runtime::kGemmAccumulate) ? &one : &zero;
+  // Each matrix's pointers and plan first: the profile times the GPU's
+  // work, not the host's lookups.
+  struct Call {
+    const char *x, *y;
+    char *z;
+    const LtPlan *plan;
   };
+  std::vector<Call> calls;
   for (int64_t index = 0; index < outer; ++index) {
     int64_t offsetA = a.offset, offsetB = b.offset, offsetC = c.offset;
     for (int64_t d = batchRank - 2, rest = index; d >= 0; --d) {
-      int64_t i = rest % c.sizes[d];
-      rest /= c.sizes[d];
-      offsetA += i * a.strides[d];
-      offsetB += i * b.strides[d];
-      offsetC += i * c.strides[d];
+      int64_t i = rest % sizes[d];
+      rest /= sizes[d];
+      offsetA += i * strides[0][d];
+      offsetB += i * strides[1][d];
+      offsetC += i * strides[2][d];
     }
     const char *pa =
         reinterpret_cast<const char *>(a.aligned) + offsetA * inputBytes;
     const char *pb =
         reinterpret_cast<const char *>(b.aligned) + offsetB * inputBytes;
     char *pc = reinterpret_cast<char *>(c.aligned) + offsetC * outputBytes;
-    int status = lc->transposed
-                     ? gemm(!lb->transposed, !la->transposed, n, m, pb, lb->ld,
-                            strideB, pa, la->ld, strideA, pc, lc->ld)
-                     : gemm(la->transposed, lb->transposed, m, n, pa, la->ld,
-                            strideA, pb, lb->ld, strideB, pc, lc->ld);
-    if (status != 0) {
-      fprintf(stderr,
-              "error: CUDA: %s (%lld x %lld x %lld, %lld batches) failed "
-              "with status %d\n",
-              inputs == GemmInputs::F32 ? "cublasSgemmStridedBatched"
-              : inputs == GemmInputs::BF16
-                  ? "cublasGemmStridedBatchedEx (bf16)"
-                  : "cublasGemmStridedBatchedEx (bf16 into bf16)",
-              (long long)m, (long long)n, (long long)k, (long long)count,
-              status);
-      std::_Exit(1);
-    }
+    const char *px = swap ? pb : pa, *py = swap ? pa : pb;
+    mm.alignX = alignmentOf(px);
+    mm.alignY = alignmentOf(py);
+    mm.alignZ = alignmentOf(pc);
+    calls.push_back({px, py, pc, &planFor(mm, biasPointer)});
   }
-  check(driver().streamSynchronize(cublas.stream), "cuStreamSynchronize",
-        "a GEMM");
+  profiled(lt.stream, [&] {
+    for (const Call &call : calls) {
+      const LtPlan &plan = *call.plan;
+      // The descriptor is shared by the calls of this shape (GEMMs run from
+      // one host thread at a time).
+      if (mm.bias)
+        if (int status = lt.descSetAttribute(plan.desc, /*BIAS_POINTER=*/8,
+                                             &biasPointer, sizeof biasPointer))
+          failGemm("cublasLtMatmulDescSetAttribute (BIAS_POINTER)", status, mm);
+      if (int status = lt.matmul(lt.handle, plan.desc, &one, call.x, plan.x,
+                                 call.y, plan.y, beta, call.z, plan.z, call.z,
+                                 plan.z, &plan.algo, lt.workspace,
+                                 BlasLt::kWorkspaceBytes, lt.stream))
+        failGemm("cublasLtMatmul", status, mm);
+    }
+  });
+  check(driver().streamSynchronize(lt.stream), "cuStreamSynchronize", "a GEMM");
 }
 
 } // namespace
@@ -408,24 +722,24 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
 /// accumulated in f32, and the same rounded into a bf16 c.
 extern "C" void weft_cuda_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                                    void *descB, int64_t rankC, void *descC,
-                                   int64_t accumulate) {
-  cudaGemm(GemmInputs::F32, rankA, descA, rankB, descB, rankC, descC,
-           accumulate != 0);
+                                   int64_t, void *descBias, int64_t flags) {
+  cudaGemm(GemmInputs::F32, rankA, descA, rankB, descB, rankC, descC, descBias,
+           flags);
 }
 
 extern "C" void weft_cuda_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
-                                    int64_t accumulate) {
-  cudaGemm(GemmInputs::BF16, rankA, descA, rankB, descB, rankC, descC,
-           accumulate != 0);
+                                    int64_t, void *descBias, int64_t flags) {
+  cudaGemm(GemmInputs::BF16, rankA, descA, rankB, descB, rankC, descC, descBias,
+           flags);
 }
 
 extern "C" void weft_cuda_gemm_bf16_bf16(int64_t rankA, void *descA,
                                          int64_t rankB, void *descB,
-                                         int64_t rankC, void *descC,
-                                         int64_t accumulate) {
+                                         int64_t rankC, void *descC, int64_t,
+                                         void *descBias, int64_t flags) {
   cudaGemm(GemmInputs::BF16ToBF16, rankA, descA, rankB, descB, rankC, descC,
-           accumulate != 0);
+           descBias, flags);
 }
 
 std::unique_ptr<weft::runtime::Device>
@@ -458,6 +772,11 @@ void *weft::runtime::cuda::allocate(size_t bytes, const char *subject) {
 
 void weft::runtime::cuda::deallocate(void *pointer) {
   check(driver().memFree(CUdeviceptr(pointer)), "cuMemFree");
+}
+
+void weft::runtime::cuda::profiled(Stream stream,
+                                   const std::function<void()> &work) {
+  ::profiled(static_cast<CUstream>(stream), work);
 }
 
 void weft::runtime::cuda::fill32(void *pointer, unsigned value, size_t count,
@@ -497,10 +816,19 @@ void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                       int64_t gridZ, int64_t blockX, int64_t blockY,
                       int64_t blockZ, int32_t sharedBytes, void *stream,
                       void **params, void **extra, int64_t /*paramCount*/) {
-  check(driver().launchKernel(static_cast<CUfunction>(function), gridX, gridY,
-                              gridZ, blockX, blockY, blockZ, sharedBytes,
-                              static_cast<CUstream>(stream), params, extra),
-        "cuLaunchKernel");
+  profiled(static_cast<CUstream>(stream), [&] {
+    check(driver().launchKernel(static_cast<CUfunction>(function), gridX, gridY,
+                                gridZ, blockX, blockY, blockZ, sharedBytes,
+                                static_cast<CUstream>(stream), params, extra),
+          "cuLaunchKernel");
+  });
+}
+
+/// Where the launch or library call numbered `id` by the kernel report
+/// starts (weft-gpu-mark-launches): what $WEFT_PROFILE_LAUNCHES times.
+void weft_cuda_launch(int64_t id) {
+  if (LaunchProfile *profile = launchProfile())
+    profile->current = id;
 }
 
 void *mgpuStreamCreate() {

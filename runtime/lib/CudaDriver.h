@@ -12,6 +12,7 @@
 #define WEFT_RUNTIME_LIB_CUDADRIVER_H
 
 #include <cstddef>
+#include <functional>
 
 namespace weft::runtime::cuda {
 
@@ -28,6 +29,10 @@ void *allocate(size_t bytes, const char *subject);
 void deallocate(void *pointer);
 /// Sets `count` 32-bit words from `pointer` to `value`, queued on `stream`.
 void fill32(void *pointer, unsigned value, size_t count, Stream stream);
+/// Runs `work`, which queues a library call on `stream`; under
+/// $WEFT_PROFILE_LAUNCHES, timed on the GPU as the launch the host code
+/// marked last (CudaDevice.cpp).
+void profiled(Stream stream, const std::function<void()> &work);
 
 } // namespace weft::runtime::cuda
 

@@ -981,9 +981,11 @@ void run(Attention &a) {
   pack.set(variants, kVariantPackUniqueIds, kTypeInt64,
            int64_t(plan.uids.size()), plan.uids.data(), "variant pack");
   pack.finalize(variants, "variant pack");
-  pack.check(api.execute(api.handle, plan.plan, variants),
-             "cudnnBackendExecute",
-             a.backward ? "attention backward" : "attention forward");
+  weft::runtime::cuda::profiled(api.stream, [&] {
+    pack.check(api.execute(api.handle, plan.plan, variants),
+               "cudnnBackendExecute",
+               a.backward ? "attention backward" : "attention forward");
+  });
   api.destroyDescriptor(variants);
   weft::runtime::cuda::synchronize(api.stream, "a fused attention");
 }

@@ -10,6 +10,7 @@
 #include "DeviceAllocations.h"
 #include "StridedView.h"
 
+#include "weft/runtime/Contract.h"
 #include "weft/runtime/GemmLayout.h"
 
 #include <cinttypes>
@@ -18,13 +19,14 @@
 
 extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC,
-                              int64_t accumulate);
+                              int64_t rankBias, void *descBias, int64_t flags);
 extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                void *descB, int64_t rankC, void *descC,
-                               int64_t accumulate);
+                               int64_t rankBias, void *descBias, int64_t flags);
 extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
-                                    int64_t accumulate);
+                                    int64_t rankBias, void *descBias,
+                                    int64_t flags);
 
 namespace {
 
@@ -63,11 +65,32 @@ void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
 /// bytes an element and `c` of `outputBytes`.
 void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
                void *descA, int64_t rankB, void *descB, int64_t rankC,
-               void *descC, int64_t accumulate) {
+               void *descC, int64_t rankBias, void *descBias, int64_t flags) {
   checkGemmOperand("a", rankA, descA, inputBytes, /*isWrite=*/false);
   checkGemmOperand("b", rankB, descB, inputBytes, /*isWrite=*/false);
+  // The bias epilogue reads a contiguous vector as long as c's rows.
+  if (flags & weft::runtime::kGemmBias) {
+    weft::runtime::View c = weft::runtime::viewOf(rankC, descC),
+                        bias = weft::runtime::viewOf(1, descBias);
+    if (rankBias != 1 || c.strides[rankC - 1] != 1 ||
+        bias.sizes[0] != c.sizes[rankC - 1] || bias.strides[0] != 1) {
+      fprintf(stderr,
+              "error: emulated CUDA GEMM (cuBLASLt) bias epilogue: c's rows "
+              "must be contiguous and the bias a contiguous vector as long "
+              "(c's last stride %" PRId64 ", %" PRId64
+              " columns; bias of %" PRId64 " elements, stride %" PRId64 ")\n",
+              c.strides[rankC - 1], c.sizes[rankC - 1], bias.sizes[0],
+              bias.strides[0]);
+      fflush(nullptr);
+      std::_Exit(1);
+    }
+    auto base = reinterpret_cast<uintptr_t>(bias.aligned);
+    weft::runtime::emulation::checkAccess(
+        base, base + bias.offset * outputBytes, bias.sizes[0] * outputBytes,
+        /*isWrite=*/false, "GEMM (cuBLASLt) operand", "bias");
+  }
   // c += a * b reads c as well; c = a * b (beta = 0) does not.
-  if (accumulate)
+  if (flags & weft::runtime::kGemmAccumulate)
     checkGemmOperand("c", rankC, descC, outputBytes, /*isWrite=*/false);
   checkGemmOperand("c", rankC, descC, outputBytes, /*isWrite=*/true);
 }
@@ -75,27 +98,37 @@ void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
 } // namespace
 
 /// The emulation's cuBLAS GEMMs (c (+)= a * b, weft-contractions-to-blas):
-/// the CPU runtime's, after the checks a GPU would fail without.
+/// the CPU runtime's (which rounds f32 inputs to TF32 under kGemmTf32, as
+/// tensor cores read them), after the checks a GPU would fail without.
 extern "C" void weft_emulated_gemm_f32(int64_t rankA, void *descA,
                                        int64_t rankB, void *descB,
                                        int64_t rankC, void *descC,
-                                       int64_t accumulate) {
-  checkGemm(4, 4, rankA, descA, rankB, descB, rankC, descC, accumulate);
-  weft_gemm_f32(rankA, descA, rankB, descB, rankC, descC, accumulate);
+                                       int64_t rankBias, void *descBias,
+                                       int64_t flags) {
+  checkGemm(4, 4, rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
+            flags);
+  weft_gemm_f32(rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
+                flags);
 }
 
 extern "C" void weft_emulated_gemm_bf16(int64_t rankA, void *descA,
                                         int64_t rankB, void *descB,
                                         int64_t rankC, void *descC,
-                                        int64_t accumulate) {
-  checkGemm(2, 4, rankA, descA, rankB, descB, rankC, descC, accumulate);
-  weft_gemm_bf16(rankA, descA, rankB, descB, rankC, descC, accumulate);
+                                        int64_t rankBias, void *descBias,
+                                        int64_t flags) {
+  checkGemm(2, 4, rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
+            flags);
+  weft_gemm_bf16(rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
+                 flags);
 }
 
 extern "C" void weft_emulated_gemm_bf16_bf16(int64_t rankA, void *descA,
                                              int64_t rankB, void *descB,
                                              int64_t rankC, void *descC,
-                                             int64_t accumulate) {
-  checkGemm(2, 2, rankA, descA, rankB, descB, rankC, descC, accumulate);
-  weft_gemm_bf16_bf16(rankA, descA, rankB, descB, rankC, descC, accumulate);
+                                             int64_t rankBias, void *descBias,
+                                             int64_t flags) {
+  checkGemm(2, 2, rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
+            flags);
+  weft_gemm_bf16_bf16(rankA, descA, rankB, descB, rankC, descC, rankBias,
+                      descBias, flags);
 }

@@ -12,7 +12,11 @@
 // bytes each launch reads and writes (the launches and GEMMs the kernel
 // report numbered mark their start) and writes them there at exit, one
 // line per run of a launch: its id, bytes read, bytes written. The kernel
-// report's byte counts are tested against these.
+// report's byte counts are tested against these. With
+// $WEFT_PROFILE_LAUNCHES it writes, as the CUDA runtime does on a GPU, each
+// run's id and seconds: here the CPU's wall time from the launch's mark to
+// the next (host code between included), which tests the profile's
+// plumbing, never a GPU's speed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +25,7 @@
 #include "weft/runtime/Contract.h"
 #include "weft/runtime/Device.h"
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -151,6 +156,46 @@ LaunchCounts *counts() {
   return counting;
 }
 
+/// The emulation's $WEFT_PROFILE_LAUNCHES: CPU seconds per run.
+struct LaunchProfile {
+  std::string path;
+  int64_t current = -1;
+  std::chrono::steady_clock::time_point start;
+  std::vector<std::pair<int64_t, double>> runs;
+
+  void finish() {
+    if (current >= 0)
+      runs.push_back({current, std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count()});
+    current = -1;
+  }
+};
+
+LaunchProfile *launchProfile() {
+  static LaunchProfile *profile = [] {
+    const char *path = std::getenv("WEFT_PROFILE_LAUNCHES");
+    if (!path || !*path)
+      return static_cast<LaunchProfile *>(nullptr);
+    auto *created = new LaunchProfile{path};
+    std::atexit([] {
+      LaunchProfile *p = launchProfile();
+      p->finish();
+      FILE *file = fopen(p->path.c_str(), "w");
+      if (!file) {
+        fprintf(stderr, "error: cannot write $WEFT_PROFILE_LAUNCHES '%s'\n",
+                p->path.c_str());
+        return;
+      }
+      for (auto [id, seconds] : p->runs)
+        fprintf(file, "%" PRId64 " %.9g\n", id, seconds);
+      fclose(file);
+    });
+    return created;
+  }();
+  return profile;
+}
+
 } // namespace
 
 bool active() { return emulating; }
@@ -251,6 +296,12 @@ extern "C" void weft_emulation_launch(int64_t id) {
           weft::runtime::emulation::counts()) {
     launches->finishLaunch();
     launches->current = id;
+  }
+  if (weft::runtime::emulation::LaunchProfile *profile =
+          weft::runtime::emulation::launchProfile()) {
+    profile->finish();
+    profile->current = id;
+    profile->start = std::chrono::steady_clock::now();
   }
 }
 

@@ -83,6 +83,12 @@ static cl::opt<bool>
     timeStages("time-stages",
                cl::desc("Print each compilation stage's wall time on stderr"),
                cl::cat(category));
+static cl::opt<bool> profileLaunches(
+    "profile-launches",
+    cl::desc("--target=cuda: the executable can time each launch of the "
+             "kernel report on the GPU ($WEFT_PROFILE_LAUNCHES=file; each "
+             "launch then waits for the GPU)"),
+    cl::cat(category));
 static cl::opt<bool>
     timeLoweringPasses("time-lowering-passes",
                        cl::desc("Print the lowering's time per pass on stderr"),
@@ -159,6 +165,11 @@ static cl::opt<std::string> precision(
     cl::desc("Contractions of a training step in f32 (default) or bf16, "
              "with f32 master weights"),
     cl::init("f32"), cl::cat(category));
+static cl::opt<bool> allowTf32(
+    "allow-tf32",
+    cl::desc("A GPU target may multiply f32 GEMMs as TF32 on tensor cores "
+             "(10 mantissa bits, f32 accumulation)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> recompute(
     "recompute",
     cl::desc("Recompute activations in the backward pass: none, selective "
@@ -315,6 +326,7 @@ int main(int argc, char **argv) {
   options.freeze = freeze;
   options.trainOnly = trainOnly;
   options.precision = precision;
+  options.allowTf32 = allowTf32;
   options.recompute = recompute;
   options.gradAccum = gradAccum;
   options.zero = zeroStage;
@@ -347,6 +359,7 @@ int main(int argc, char **argv) {
   options.output = outputFile;
   options.runtimeDirectory = runtimeDirectory(argv[0]);
   options.timeLoweringPasses = timeLoweringPasses;
+  options.profileLaunches = profileLaunches;
   options.testLoweringPasses = testLoweringPasses;
 
   std::optional<weft::CompileResult> result = weft::compile(

@@ -1,10 +1,12 @@
 //===- RuntimeTest.cpp - Tensor files, strided copies, GEMM, allocator ----===//
 
 #include "weft/runtime/Collectives.h"
+#include "weft/runtime/Contract.h"
 #include "weft/runtime/TensorFiles.h"
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -15,9 +17,14 @@
 extern "C" {
 void memrefCopy(int64_t elementSize, void *source, void *target);
 void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB, void *descB,
-                   int64_t rankC, void *descC, int64_t accumulate);
+                   int64_t rankC, void *descC, int64_t rankBias, void *descBias,
+                   int64_t flags);
 void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB, void *descB,
-                    int64_t rankC, void *descC, int64_t accumulate);
+                    int64_t rankC, void *descC, int64_t rankBias,
+                    void *descBias, int64_t flags);
+void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB, void *descB,
+                         int64_t rankC, void *descC, int64_t rankBias,
+                         void *descBias, int64_t flags);
 void *_mlir_memref_to_llvm_alloc(size_t bytes);
 void _mlir_memref_to_llvm_free(void *pointer);
 }
@@ -104,8 +111,8 @@ void checkGemm(Descriptor<3> a, Descriptor<3> b, Descriptor<3> c,
                bool accumulate = true) {
   std::vector<float> before(c.aligned, c.aligned + 4 * 64);
   Unranked ua{3, &a}, ub{3, &b}, uc{3, &c};
-  weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor,
-                accumulate);
+  weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 3,
+                uc.descriptor, accumulate);
   for (int64_t batch = 0; batch < c.sizes[0]; ++batch)
     for (int64_t i = 0; i < c.sizes[1]; ++i)
       for (int64_t j = 0; j < c.sizes[2]; ++j) {
@@ -194,8 +201,8 @@ TEST(Gemm, Bf16InputsAccumulateInF32) {
   Descriptor<3> db{bits(b), bits(b), 0, {2, 5, 4}, {0, 1, 5}};
   Descriptor<3> dc{c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}};
   Unranked ua{3, &da}, ub{3, &db}, uc{3, &dc};
-  weft_gemm_bf16(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor,
-                 /*accumulate=*/1);
+  weft_gemm_bf16(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 3,
+                 uc.descriptor, /*accumulate=*/1);
   for (int64_t batch = 0; batch < 2; ++batch)
     for (int64_t i = 0; i < 3; ++i)
       for (int64_t j = 0; j < 4; ++j) {
@@ -206,6 +213,98 @@ TEST(Gemm, Bf16InputsAccumulateInF32) {
         EXPECT_NEAR(c[batch * 12 + i * 4 + j], expected, 1e-5)
             << "batch " << batch << " i " << i << " j " << j;
       }
+}
+
+/// Under kGemmTf32 the f32 GEMM reads its inputs as tensor cores read TF32:
+/// 10 mantissa bits, to nearest, ties to even (a column of ones sums them).
+TEST(Gemm, Tf32RoundsInputsToNearestEven) {
+  const float ulp = std::ldexp(1.0f, -10); // TF32's spacing above 1
+  // Below half an ulp, half an ulp (to the even 1), an ulp and a half (to
+  // the even 1 + 2 ulp), and beyond half an ulp.
+  std::vector<float> a = {1 + ulp / 4, 1 + ulp / 2, 1 + 1.5f * ulp,
+                          1 + 0.625f * ulp};
+  std::vector<float> b = {1, 1, 1, 1}, c = {-1};
+  float expected = 1 + 1 + (1 + 2 * ulp) + (1 + ulp);
+  Descriptor<3> da{a.data(), a.data(), 0, {1, 1, 4}, {4, 4, 1}};
+  Descriptor<3> db{b.data(), b.data(), 0, {1, 4, 1}, {4, 1, 1}};
+  Descriptor<3> dc{c.data(), c.data(), 0, {1, 1, 1}, {1, 1, 1}};
+  Unranked ua{3, &da}, ub{3, &db}, uc{3, &dc};
+  weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 3,
+                uc.descriptor, kGemmTf32);
+  EXPECT_EQ(c[0], expected);
+  // Without it, f32.
+  weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 3,
+                uc.descriptor, 0);
+  EXPECT_EQ(c[0], a[0] + a[1] + a[2] + a[3]);
+}
+
+/// Under kGemmBias the bias vector is added to every row of c, after the
+/// product (and c, when accumulating), over every batch.
+TEST(Gemm, BiasAddsToEveryRow) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(2 * 3 * 5), b(5 * 4), c(2 * 3 * 4), bias(4);
+  for (auto *v : {&a, &b, &c, &bias})
+    for (float &x : *v)
+      x = normal(rng);
+  Descriptor<3> da{a.data(), a.data(), 0, {2, 3, 5}, {15, 5, 1}};
+  Descriptor<3> db{b.data(), b.data(), 0, {2, 5, 4}, {0, 4, 1}};
+  Descriptor<3> dc{c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}};
+  Descriptor<1> dbias{bias.data(), bias.data(), 0, {4}, {1}};
+  Unranked ua{3, &da}, ub{3, &db}, uc{3, &dc}, ubias{1, &dbias};
+  for (int64_t flags : {kGemmBias, kGemmBias | kGemmAccumulate}) {
+    std::vector<float> before = c;
+    weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 1,
+                  ubias.descriptor, flags);
+    for (int64_t batch = 0; batch < 2; ++batch)
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+          double expected = bias[j];
+          if (flags & kGemmAccumulate)
+            expected += before[batch * 12 + i * 4 + j];
+          for (int64_t p = 0; p < 5; ++p)
+            expected += double(a[batch * 15 + i * 5 + p]) * b[p * 4 + j];
+          EXPECT_NEAR(c[batch * 12 + i * 4 + j], expected, 1e-5)
+              << "flags " << flags << " batch " << batch << " i " << i << " j "
+              << j;
+        }
+  }
+}
+
+/// A bf16 c (rows of 6 with 4 used, from element 2) gets its bf16 bias
+/// added in f32 to the f32 product and is rounded once; the elements
+/// between its rows stay as they were.
+TEST(Gemm, Bf16BiasIntoBf16Rows) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> a(3 * 5), b(5 * 4), bias(4), c(2 + 3 * 6, 0x7fc0);
+  for (auto *v : {&a, &b, &bias})
+    for (uint16_t &x : *v)
+      x = truncateToBf16(normal(rng));
+  auto bits = [](std::vector<uint16_t> &v) {
+    return reinterpret_cast<float *>(v.data());
+  };
+  Descriptor<3> da{bits(a), bits(a), 0, {1, 3, 5}, {15, 5, 1}};
+  Descriptor<3> db{bits(b), bits(b), 0, {1, 5, 4}, {20, 4, 1}};
+  Descriptor<3> dc{bits(c), bits(c), 2, {1, 3, 4}, {18, 6, 1}};
+  Descriptor<1> dbias{bits(bias), bits(bias), 0, {4}, {1}};
+  Unranked ua{3, &da}, ub{3, &db}, uc{3, &dc}, ubias{1, &dbias};
+  weft_gemm_bf16_bf16(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 1,
+                      ubias.descriptor, kGemmBias);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      uint16_t got = c[2 + i * 6 + j];
+      if (j >= 4) {
+        EXPECT_EQ(got, 0x7fc0) << "padding " << i << ", " << j;
+        continue;
+      }
+      double expected = bf16Value(bias[j]);
+      for (int64_t p = 0; p < 5; ++p)
+        expected += bf16Value(a[i * 5 + p]) * bf16Value(b[p * 4 + j]);
+      // One rounding of an f32 sum: within one bf16 step of the exact sum.
+      EXPECT_NEAR(bf16Value(got), expected, std::abs(expected) / 128 + 1e-6)
+          << "row " << i << " column " << j;
+    }
 }
 
 TEST(Collectives, OneRankIsTheIdentity) {

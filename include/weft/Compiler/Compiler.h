@@ -57,6 +57,9 @@ struct CompileOptions {
   double weightDecay = 0.1;
   double clipNorm = 1.0; // 0: off
   std::string precision = "f32";
+  /// f32 GEMMs may multiply as TF32 (10 mantissa bits, f32 accumulation)
+  /// on a GPU's tensor cores; the CPU target multiplies in f32 anyway.
+  bool allowTf32 = false;
   std::string recompute = "none";
   int64_t gradAccum = 1;
   unsigned zero = 0;
@@ -110,6 +113,9 @@ struct CompileOptions {
   std::string runtimeDirectory;
   /// Print the lowering's pass timing on stderr.
   bool timeLoweringPasses = false;
+  /// The CUDA target's executable can time each launch of the kernel
+  /// report on the GPU ($WEFT_PROFILE_LAUNCHES; LoweringOptions).
+  bool profileLaunches = false;
   /// A test hook: passes (textual pipeline syntax) appended to the
   /// lowering, such as weft-opt's test pass that crashes.
   std::string testLoweringPasses;
@@ -196,6 +202,7 @@ struct ProgramReport {
     int64_t kernelFlops = 0;
     bool exact = true; // false: the bytes are an upper bound
     bool tensorCores = false;
+    bool tf32 = false; // f32 inputs multiplied as TF32 (on tensor cores)
   };
   std::vector<Launch> launches;
   /// Every buffer the CUDA target's host code allocates, views or receives,

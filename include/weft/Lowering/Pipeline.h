@@ -15,6 +15,12 @@ struct LoweringOptions {
   std::string recompute = "none";
   /// The function recomputation applies to (its first result is the loss).
   std::string lossFunction;
+  /// f32 GEMMs may multiply as TF32 on tensor cores (a GPU target's).
+  bool allowTf32 = false;
+  /// A GPU target's host code tells the runtime where each launch of the
+  /// kernel report starts, which $WEFT_PROFILE_LAUNCHES times (each mark
+  /// synchronizes the host with the GPU: a profile, not a fast run).
+  bool profileLaunches = false;
 };
 
 /// The first part of every target's lowering, as pass pipeline text ending

@@ -46,6 +46,8 @@ struct Gpu {
   double cacheBytes = 0, cacheBandwidth = 0;
   /// Streaming multiprocessors: a kernel of fewer blocks leaves some idle.
   int64_t multiprocessors = 0;
+  /// Dense TF32 tensor-core FLOP/s (f32 GEMMs where TF32 is allowed).
+  double peakTf32 = 0;
 };
 
 /// Which fraction of a peak work reaches: constants of the cost model, 1 for

@@ -1,9 +1,11 @@
 //===- BlasContractions.cpp - GEMMs to BLAS, polynomial math --------------===//
 
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Lowering/BufferAliases.h"
 #include "weft/Lowering/BufferFills.h"
 #include "weft/Lowering/Contractions.h"
+#include "weft/Lowering/Memrefs.h"
 #include "weft/Target/CPU/Passes.h"
 #include "weft/runtime/Contract.h"
 #include "weft/runtime/GemmLayout.h"
@@ -99,12 +101,16 @@ bool onlyStores(OpOperand &use) {
 bool onlyOverwrites(Operation *op, Value buffer, StringRef gemmCallee) {
   if (isa<linalg::FillOp, memref::DeallocOp>(op))
     return true;
-  // A GEMM this pass made, c = a * b (beta = 0): a, b, c, accumulate.
+  // A GEMM this pass made, c = a * b (beta = 0) reading no bias in c.
   if (auto call = dyn_cast<func::CallOp>(op);
       call && call.getCallee().starts_with(gemmCallee) &&
-      call.getNumOperands() == 4) {
-    std::optional<int64_t> accumulate = getConstantIntValue(call.getOperand(3));
-    return accumulate == 0 &&
+      call.getNumOperands() == runtime::kGemmOperands) {
+    std::optional<int64_t> flags =
+        getConstantIntValue(call.getOperand(runtime::kGemmFlagsOperand));
+    return flags && !(*flags & runtime::kGemmAccumulate) &&
+           (!(*flags & runtime::kGemmBias) ||
+            !weft::operandMayAlias(call.getOperand(runtime::kGemmBiasOperand),
+                                   buffer)) &&
            !weft::operandMayAlias(call.getOperand(0), buffer) &&
            !weft::operandMayAlias(call.getOperand(1), buffer);
   }
@@ -367,13 +373,148 @@ void readInPlace(PatternRewriter &rewriter, const RoundedResult &match,
   });
 }
 
+/// A bias broadcast over all of c that the GEMM's epilogue adds instead
+/// (kGemmBias): the last op to touch c before the GEMM writes every element
+/// of c (row-major, the GEMM's n its last dim) from one vector read along
+/// that dim, which nothing touches until the GEMM.
+struct BiasBroadcast {
+  linalg::GenericOp producer;
+  Value vector;
+  /// The producer yields the vector's elements as they are.
+  bool asIs;
+};
+
+std::optional<BiasBroadcast> matchBiasBroadcast(linalg::GenericOp gemm,
+                                                const GemmShape &shape) {
+  Value c = gemm.getDpsInits()[0];
+  auto cType = cast<MemRefType>(c.getType());
+  int64_t rank = cType.getRank();
+  AffineMap cMap = gemm.getMatchingIndexingMap(gemm.getDpsInitOperand(0));
+  if (!cMap.isProjectedPermutation() ||
+      cMap.getResult(rank - 1) !=
+          getAffineDimExpr(shape.n, gemm.getContext()) ||
+      cType.getStridesAndOffset().first.back() != 1)
+    return std::nullopt;
+  Operation *previous = gemm->getPrevNode();
+  while (previous && !touches(previous, c))
+    previous = previous->getPrevNode();
+  auto producer = dyn_cast_or_null<linalg::GenericOp>(previous);
+  if (!producer || !producer.hasPureBufferSemantics() ||
+      producer.getNumDpsInputs() != 1 || producer.getNumDpsInits() != 1 ||
+      producer.getDpsInits()[0] != c || producer.getNumReductionLoops() != 0 ||
+      !producer.getMatchingIndexingMap(producer.getDpsInitOperand(0))
+           .isIdentity() ||
+      producer.payloadUsesValueFromOperand(producer.getDpsInitOperand(0)) ||
+      !producer.getBody()->getOps<linalg::IndexOp>().empty())
+    return std::nullopt;
+  OpOperand *input = producer.getDpsInputOperand(0);
+  Value vector = input->get();
+  auto vectorType = dyn_cast<MemRefType>(vector.getType());
+  AffineMap inputMap = producer.getMatchingIndexingMap(input);
+  if (!vectorType || vectorType.getRank() != 1 ||
+      !vectorType.hasStaticShape() || inputMap.getNumResults() != 1 ||
+      inputMap.getResult(0) !=
+          getAffineDimExpr(rank - 1, producer.getContext()) ||
+      weft::buffersMayAlias(vector, c))
+    return std::nullopt;
+  for (Operation *op = producer->getNextNode(); op != gemm;
+       op = op->getNextNode())
+    if (touches(op, vector))
+      return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(producer.getBody()->getTerminator());
+  bool asIs = yield.getOperand(0) == producer.getMatchingBlockArgument(input);
+  return BiasBroadcast{producer, vector, asIs};
+}
+
+/// A buffer of `type` after the bytes of the arena weft-plan-buffers gave
+/// the function of `op` (its one i8 allocation, grown by the buffer's
+/// bytes), or nothing where the function has no arena.
+Value arenaSlot(PatternRewriter &rewriter, Operation *op, MemRefType type) {
+  auto function = op->getParentOfType<func::FuncOp>();
+  memref::AllocOp arena;
+  for (auto alloc : function.getBody().front().getOps<memref::AllocOp>())
+    if (alloc.getType().getRank() == 1 && alloc.getType().hasStaticShape() &&
+        alloc.getType().getElementType().isInteger(8) &&
+        llvm::any_of(alloc->getUsers(), [](Operation *user) {
+          return isa<memref::ViewOp>(user);
+        })) {
+      arena = alloc;
+      break;
+    }
+  if (!arena)
+    return Value();
+  // Each slot starts on 256 bytes, as the library's vectors want.
+  int64_t offset = llvm::alignTo(arena.getType().getDimSize(0), 256);
+  int64_t bytes = type.getNumElements() * weft::elementBytes(type);
+  int64_t growth = offset + bytes - arena.getType().getDimSize(0);
+  rewriter.modifyOpInPlace(arena, [&] {
+    arena.getResult().setType(
+        MemRefType::get({offset + bytes}, arena.getType().getElementType()));
+  });
+  // The plan's peak (weft-plan-buffers) grows with it, at most.
+  auto module = function->getParentOfType<ModuleOp>();
+  if (auto plan = module->getAttrOfType<DictionaryAttr>(
+          weft::WeftDialect::kMemoryPlanAttrName))
+    if (auto peak = plan.getAs<IntegerAttr>("peak_bytes")) {
+      NamedAttrList entries(plan);
+      entries.set("peak_bytes",
+                  rewriter.getI64IntegerAttr(peak.getInt() + growth));
+      rewriter.modifyOpInPlace(module, [&] {
+        module->setAttr(weft::WeftDialect::kMemoryPlanAttrName,
+                        entries.getDictionary(module.getContext()));
+      });
+    }
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointAfter(arena);
+  Value shift =
+      arith::ConstantIndexOp::create(rewriter, arena.getLoc(), offset);
+  return memref::ViewOp::create(rewriter, arena.getLoc(), type, arena, shift,
+                                ValueRange{});
+}
+
+/// The bias vector the GEMM's epilogue reads, of c's element type
+/// `element`: the producer's vector where it yields it as it is, else
+/// the producer computing the vector into a slot of the arena (rounded to
+/// `element` where it yields a wider float). Nothing where there is no
+/// arena.
+Value biasVector(PatternRewriter &rewriter, const BiasBroadcast &bias,
+                 Type element) {
+  auto vectorType = cast<MemRefType>(bias.vector.getType());
+  if (bias.asIs && vectorType.getElementType() == element &&
+      vectorType.getLayout().isIdentity())
+    return bias.vector;
+  auto slotType = MemRefType::get(vectorType.getShape(), element);
+  Value slot = arenaSlot(rewriter, bias.producer, slotType);
+  if (!slot)
+    return Value();
+  linalg::GenericOp producer = bias.producer;
+  rewriter.setInsertionPoint(producer);
+  AffineMap identity = rewriter.getMultiDimIdentityMap(1);
+  auto vector = linalg::GenericOp::create(
+      rewriter, producer.getLoc(), ValueRange{bias.vector}, ValueRange{slot},
+      ArrayRef<AffineMap>{identity, identity},
+      ArrayRef<utils::IteratorType>{utils::IteratorType::parallel});
+  rewriter.inlineRegionBefore(producer.getRegion(), vector.getRegion(),
+                              vector.getRegion().end());
+  Block &body = vector.getRegion().front();
+  body.getArguments().back().setType(element);
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (yield.getOperand(0).getType() != element) {
+    rewriter.setInsertionPoint(yield);
+    Value rounded = arith::TruncFOp::create(rewriter, yield.getLoc(), element,
+                                            yield.getOperand(0));
+    rewriter.modifyOpInPlace(yield, [&] { yield->setOperand(0, rounded); });
+  }
+  return slot;
+}
+
 struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
   ContractionToBlas(MLIRContext *context, StringRef callee,
-                    bool requireUnitStrides)
+                    bool requireUnitStrides, bool tf32)
       : OpRewritePattern(context), callee(callee.str()),
-        requireUnitStrides(requireUnitStrides) {}
+        requireUnitStrides(requireUnitStrides), tf32(tf32) {}
   std::string callee;
-  bool requireUnitStrides;
+  bool requireUnitStrides, tf32;
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
@@ -458,6 +599,19 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
         if (auto zero = dyn_cast<FloatAttr>(fillConstant(fill));
             zero && zero.getValue().isZero())
           zeroFill = fill;
+    // A bias broadcast over c before the GEMM: the epilogue adds it (c =
+    // a * b + bias, beta = 0) and the broadcast goes, or leaves a vector of
+    // c's element type.
+    Value biasVectorArg;
+    std::optional<BiasBroadcast> bias;
+    if (!zeroFill)
+      bias = matchBiasBroadcast(op, *gemm);
+    if (bias) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      biasVectorArg = biasVector(rewriter, *bias, cType.getElementType());
+      if (!biasVectorArg)
+        bias.reset();
+    }
     Location loc = op.getLoc();
     if (rounded && !rounded->inPlace)
       rewriter.modifyOpInPlace(
@@ -470,14 +624,24 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       function += "_bf16";
     SmallVector<Value> args;
     SmallVector<Type> argTypes;
-    static_assert(runtime::kGemmResultOperand == 2, "gemm(a, b, c, ...)");
+    static_assert(runtime::kGemmResultOperand == 2 &&
+                      runtime::kGemmBiasOperand == 3 &&
+                      runtime::kGemmFlagsOperand == 4,
+                  "gemm(a, b, c, bias, flags)");
     for (Value v : {a, b, c}) {
       argTypes.push_back(UnrankedMemRefType::get(getElementTypeOrSelf(v), 0));
       args.push_back(memref::CastOp::create(rewriter, loc, argTypes.back(), v));
     }
+    // Without a bias, c stands in for it (not read).
+    argTypes.push_back(argTypes.back());
+    args.push_back(bias ? memref::CastOp::create(rewriter, loc, argTypes.back(),
+                                                 biasVectorArg)
+                        : args.back());
+    int64_t flags = (zeroFill || bias ? 0 : runtime::kGemmAccumulate) |
+                    (tf32 && input.isF32() ? runtime::kGemmTf32 : 0) |
+                    (bias ? runtime::kGemmBias : 0);
     argTypes.push_back(rewriter.getI64Type());
-    args.push_back(
-        arith::ConstantIntOp::create(rewriter, loc, zeroFill ? 0 : 1, 64));
+    args.push_back(arith::ConstantIntOp::create(rewriter, loc, flags, 64));
     auto module = op->getParentOfType<ModuleOp>();
     if (!module.lookupSymbol(function)) {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -491,8 +655,11 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     rewriter.eraseOp(op);
     if (zeroFill)
       rewriter.eraseOp(zeroFill);
+    if (bias)
+      rewriter.eraseOp(bias->producer);
     if (rounded) {
-      if (auto producer = dyn_cast<linalg::GenericOp>(rounded->producer)) {
+      auto producer = dyn_cast<linalg::GenericOp>(rounded->producer);
+      if (producer && !bias) {
         // The bf16 buffer in c's shape: both are row-major.
         auto shape = cast<MemRefType>(cOperand.getType()).getShape();
         rewriter.setInsertionPoint(producer);
@@ -517,7 +684,8 @@ struct WeftContractionsToBlasPass
   using WeftContractionsToBlasBase::WeftContractionsToBlasBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<ContractionToBlas>(&getContext(), callee, requireUnitStrides);
+    patterns.add<ContractionToBlas>(&getContext(), callee, requireUnitStrides,
+                                    tf32);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

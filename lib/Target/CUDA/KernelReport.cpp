@@ -189,8 +189,9 @@ public:
 
   /// Fails when the grid or the block has no constant size.
   LogicalResult count();
-  /// The parts of the launch (one unless it is a merged launch) and how
-  /// many times `op` runs in the blocks of `part`.
+  /// The parts of the launch (one unless it is a merged launch: its
+  /// non-empty block segments) and how many times `op` runs in the blocks
+  /// of `part`.
   unsigned parts() const { return runs.size(); }
   double executions(Operation *op, unsigned part) const {
     return runs[part].lookup(op->getBlock());
@@ -494,21 +495,32 @@ LogicalResult ReportBuilder::addLaunch(gpu::LaunchOp launch) {
 
 void ReportBuilder::addGemm(func::CallOp call) {
   SmallVector<MemRefType> views;
-  // a, b, c, then whether c is accumulated into.
-  for (Value operand : call.getOperands().take_front(3)) {
+  // a, b, c, the bias, then the flags (weft/runtime/Contract.h).
+  for (Value operand : call.getOperands().take_front(4)) {
     auto cast = operand.getDefiningOp<memref::CastOp>();
     views.push_back(cast ? dyn_cast<MemRefType>(cast.getSource().getType())
                          : MemRefType());
   }
   // Its inputs' type: bf16 into an f32 c or into a bf16 c.
   bool bf16 = call.getCallee().contains("_bf16");
+  // Flags not known: c is read, as an upper bound, and f32 stays f32.
+  int64_t flags = weft::runtime::kGemmAccumulate;
+  if (call.getNumOperands() == weft::runtime::kGemmOperands)
+    flags =
+        getConstantIntValue(call.getOperand(weft::runtime::kGemmFlagsOperand))
+            .value_or(flags);
+  // An f32 GEMM the user let multiply as TF32.
+  bool tf32 = !bf16 && (flags & weft::runtime::kGemmTf32);
   NamedAttrList entry = common(call, "gemm");
-  // A bf16 GEMM accumulates in f32 on tensor cores.
-  entry.append("library", b.getStringAttr(bf16 ? "cublasGemmStridedBatchedEx"
-                                               : "cublasSgemmStridedBatched"));
-  if (views.size() == 3 && llvm::all_of(views, [](MemRefType type) {
-        return type && type.hasStaticShape() && type.getRank() >= 2;
-      })) {
+  entry.append("library", b.getStringAttr("cublasLtMatmul"));
+  bool biased = flags & weft::runtime::kGemmBias;
+  if (views.size() == 4 &&
+      llvm::all_of(ArrayRef(views).take_front(3),
+                   [](MemRefType type) {
+                     return type && type.hasStaticShape() &&
+                            type.getRank() >= 2;
+                   }) &&
+      (!biased || (views[3] && views[3].hasStaticShape()))) {
     ArrayRef<int64_t> a = views[0].getShape(), c = views[2].getShape();
     int64_t m = c[c.size() - 2], n = c.back(), k = a.back(), batch = 1;
     for (int64_t size : c.drop_back(2))
@@ -518,24 +530,29 @@ void ReportBuilder::addGemm(func::CallOp call) {
             cBytes = distinctElements(views[2]) * weft::elementBytes(views[2]);
     // c += a * b reads c as well as writing it; c = a * b (beta = 0) only
     // writes it.
-    std::optional<int64_t> accumulate =
-        call.getNumOperands() == 4 ? getConstantIntValue(call.getOperand(3))
-                                   : std::nullopt;
-    bool readsC = !accumulate || *accumulate != 0;
+    bool readsC = flags & weft::runtime::kGemmAccumulate;
+    // The bias epilogue reads its vector once.
+    int64_t biasElements = biased ? views[3].getNumElements() : 0;
+    int64_t biasBytes = biasElements * weft::elementBytes(views[2]);
     entry.append("shape", integers({batch, m, n, k}));
     entry.append("flops", b.getI64IntegerAttr(2 * batch * m * n * k));
     entry.append("bytes_read",
-                 b.getI64IntegerAttr(aBytes + bBytes + (readsC ? cBytes : 0)));
+                 b.getI64IntegerAttr(aBytes + bBytes + (readsC ? cBytes : 0) +
+                                     biasBytes));
     entry.append("bytes_written", b.getI64IntegerAttr(cBytes));
     entry.append("elements",
                  b.getI64IntegerAttr(
                      distinctElements(views[0]) + distinctElements(views[1]) +
-                     (readsC ? 2 : 1) * distinctElements(views[2])));
+                     (readsC ? 2 : 1) * distinctElements(views[2]) +
+                     biasElements));
+    entry.append("bias", b.getBoolAttr(biased));
     entry.append("exact", b.getBoolAttr(true));
   } else {
     entry.append("exact", b.getBoolAttr(false));
   }
-  entry.append("tensor_cores", b.getBoolAttr(bf16));
+  // bf16 and TF32 inputs multiply on tensor cores, accumulating in f32.
+  entry.append("tensor_cores", b.getBoolAttr(bf16 || tf32));
+  entry.append("tf32", b.getBoolAttr(tf32));
   launches.push_back(entry.getDictionary(b.getContext()));
 }
 

@@ -30,7 +30,8 @@ static std::string kernelsPipeline(const weft::LoweringOptions &options,
   return "weft-attention-to-library{callee=" + attention.str() + "}," +
          weft::bufferizedLinalgPipeline(options) +
          "weft-contractions-to-blas{callee=" + gemm.str() +
-         " require-unit-strides=1},"
+         " require-unit-strides=1 tf32=" + (options.allowTf32 ? "1" : "0") +
+         "},"
          "weft-strided-copies-to-loops,"
          "func.func(weft-gpu-row-reductions,weft-gpu-tiled-transposes),"
          "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
@@ -44,6 +45,11 @@ void weft::buildLowerToNVVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options,
                                     llvm::StringRef format) {
   std::string pipeline = kernelsPipeline(options, kCudaAttention, kCudaGemm);
+  // The runtime learns where each numbered launch starts: its calls make
+  // gpu-async-region wait for the GPU, so only in a profiling build.
+  if (options.profileLaunches)
+    pipeline +=
+        std::string("weft-gpu-mark-launches{callee=") + kCudaLaunchMark + "},";
   // Constants go into the kernels' code, not their parameters.
   pipeline += "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
               "weft-gpu-kernel-names,"

@@ -584,7 +584,7 @@ func.func private @weft_cuda_attention_sideways_bf16(memref<*xbf16>) attributes 
 
 // A GEMM declaration is marked, not given a kind.
 // expected-error @+1 {{'weft.gemm' must be a unit attribute on a function}}
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm = "f32"}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm = "f32"}
 
 // -----
 

@@ -1,5 +1,6 @@
 // RUN: weft-opt %s -split-input-file -weft-contractions-to-blas | FileCheck %s
 // RUN: weft-opt %s -split-input-file -weft-contractions-to-blas="callee=weft_cuda_gemm require-unit-strides=1" | FileCheck %s --check-prefix=CUBLAS
+// RUN: weft-opt %s -split-input-file -weft-contractions-to-blas="callee=weft_cuda_gemm require-unit-strides=1 tf32=1" | FileCheck %s --check-prefix=TF32
 
 // A batched matmul whose rhs is broadcast over the batch: views with
 // stride 0 for the broadcast batch dim, then one call.
@@ -13,7 +14,11 @@
 // is a strided batch of stride 0).
 // CUBLAS-LABEL: func.func private @weft_cuda_gemm_f32
 // CUBLAS-LABEL: func.func @broadcast_rhs
-// CUBLAS: call @weft_cuda_gemm_f32
+// CUBLAS: call @weft_cuda_gemm_f32({{.*}}, %c1_i64)
+// Where TF32 is allowed, an f32 GEMM's flags say so (kGemmAccumulate |
+// kGemmTf32).
+// TF32-LABEL: func.func @broadcast_rhs
+// TF32: call @weft_cuda_gemm_f32({{.*}}, %c3_i64)
 #lhs = affine_map<(b, m, n, k) -> (b, m, k)>
 #rhs = affine_map<(b, m, n, k) -> (k, n)>
 #out = affine_map<(b, m, n, k) -> (b, m, n)>
@@ -116,13 +121,16 @@ func.func @no_unit_stride(%a: memref<2x3xf32, strided<[6, 2]>>, %b: memref<3x5xf
 // A bf16 product accumulated in f32 (the inputs widened in the body, as a
 // --precision bf16 step lowers its contractions): the bf16 GEMM, its
 // operands passed as bf16 and f32 views; on a GPU, tensor cores.
-// CHECK-LABEL: func.func private @weft_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64) attributes {weft.gemm}
+// CHECK-LABEL: func.func private @weft_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 // CHECK-LABEL: func.func @bf16_inputs
 // CHECK: %[[A:.*]] = memref.cast %{{.*}} : memref<8x4xbf16, strided<[4, 1]>> to memref<*xbf16>
 // CHECK: %[[B:.*]] = memref.cast %{{.*}} : memref<4x16xbf16, strided<[16, 1]>> to memref<*xbf16>
 // CHECK: %[[C:.*]] = memref.cast %{{.*}} : memref<8x16xf32, strided<[16, 1]>> to memref<*xf32>
-// CHECK: call @weft_gemm_bf16(%[[A]], %[[B]], %[[C]], %c1_i64)
+// CHECK: call @weft_gemm_bf16(%[[A]], %[[B]], %[[C]], %[[C]], %c1_i64)
 // CHECK-NOT: linalg.generic
+// TF32 is for f32 inputs only.
+// TF32-LABEL: func.func @bf16_inputs
+// TF32: call @weft_cuda_gemm_bf16({{.*}}, %c1_i64)
 // CUBLAS-LABEL: func.func @bf16_inputs
 // CUBLAS: call @weft_cuda_gemm_bf16
 #x = affine_map<(i, j, p) -> (i, p)>
@@ -168,7 +176,9 @@ func.func @bf16_accumulator(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: mem
 // The fill may name c through a reshape (both name every element).
 // CHECK-LABEL: func.func @zero_fill_overwritten
 // CHECK-NOT: linalg.fill
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// TF32-LABEL: func.func @zero_fill_overwritten
+// TF32: call @weft_cuda_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64)
 #x = affine_map<(i, j, p) -> (i, p)>
 #w = affine_map<(i, j, p) -> (p, j)>
 #y = affine_map<(i, j, p) -> (i, j)>
@@ -194,11 +204,11 @@ func.func @zero_fill_overwritten(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: 
 // CHECK-LABEL: func.func @fill_kept
 // CHECK: linalg.fill
 // CHECK: memref.copy
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 // CHECK: linalg.fill
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 // CHECK: linalg.fill
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 #x = affine_map<(i, j, p) -> (i, p)>
 #w = affine_map<(i, j, p) -> (p, j)>
 #y = affine_map<(i, j, p) -> (i, j)>
@@ -242,7 +252,7 @@ func.func @fill_kept(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16x
 // rounding and the f32 buffer's passes over memory go.
 // CHECK-LABEL: func.func @rounded_result
 // CHECK-NOT: linalg.fill
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64) -> ()
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64) -> ()
 // CHECK-NOT: linalg.generic
 // CHECK: return
 #x = affine_map<(i, j, p) -> (i, p)>
@@ -274,14 +284,15 @@ func.func @rounded_result(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %d: memre
 
 // -----
 
-// A bias broadcast into the f32 temporary: the broadcast writes the bf16
+// A bias broadcast into the f32 temporary, in a function without an arena
+// to hold a bias vector for the epilogue: the broadcast writes the bf16
 // buffer instead (rounded) and the GEMM accumulates into it; the reader
 // also computes a square from c, which it now reads widened from the bf16
 // buffer.
 // CHECK-LABEL: func.func @rounded_bias
 // CHECK: linalg.generic {{.*}} ins(%arg2 : memref<16xf32>) outs(%arg3 : memref<8x16xbf16>)
 // CHECK:   arith.truncf
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 // CHECK: linalg.generic {{.*}} ins(%arg3 : memref<8x16xbf16>) outs(%arg4 : memref<8x16xf32>)
 // CHECK-NEXT: ^bb0(%[[IN:.*]]: bf16, %{{.*}}: f32):
 // CHECK-NEXT:   %[[WIDE:.*]] = arith.extf %[[IN]] : bf16 to f32
@@ -326,11 +337,11 @@ func.func @rounded_bias(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %bias: memr
 // (the GEMM's lhs), the GEMM writes bf16 into the f32 buffer's own bytes
 // and the rounding becomes a copy of them.
 // CHECK-LABEL: func.func @rounded_kept
-// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
 // CHECK: linalg.generic
 // CHECK:   arith.truncf
 // CHECK: %[[OWN:.*]] = memref.view %[[ARENA:.*]][%c0][] : memref<1024xi8> to memref<8x16xbf16>
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
 // CHECK: %[[READ:.*]] = memref.view %[[ARENA]][%c0][] : memref<1024xi8> to memref<8x16xbf16>
 // CHECK: linalg.generic {{.*}} ins(%[[READ]] : memref<8x16xbf16>) outs(%{{.*}} : memref<8x16xbf16>)
 // CHECK-NOT:   arith.truncf
@@ -390,14 +401,21 @@ func.func @rounded_kept(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<
 
 // A reader that only rounds c but moves its elements (a head view's
 // transpose): the GEMM writes bf16 into the first half of c's own bytes in
-// the arena, the bias broadcast writes them rounded, and the reader reads
-// them as they are (no truncf left): the rounding happens once, as before.
+// the arena, and the reader reads them as they are (no truncf left): the
+// rounding happens once, as before. The bias broadcast goes: the bias,
+// rounded to c's bf16 into a vector in 32 more bytes of the arena (from
+// 1024, on 256 bytes), is added by the GEMM's epilogue (kGemmBias, beta =
+// 0) in f32 before c's rounding (as before, the f32 bias rounded first).
 // CHECK-LABEL: func.func @rounded_in_place
-// CHECK: %[[NARROW:.*]] = memref.view %[[ARENA:.*]][%[[AT:.*]]][] : memref<1024xi8> to memref<8x16xbf16>
-// CHECK: linalg.generic {{.*}} ins(%arg2 : memref<16xf32>) outs(%[[NARROW]] : memref<8x16xbf16>)
+// CHECK: %[[ARENA:.*]] = memref.alloc() : memref<1056xi8>
+// CHECK: %[[VECTOR:.*]] = memref.view %[[ARENA]][%c1024][] : memref<1056xi8> to memref<16xbf16>
+// CHECK: %[[NARROW:.*]] = memref.view %[[ARENA]][%[[AT:.*]]][] : memref<1056xi8> to memref<8x16xbf16>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%arg2 : memref<16xf32>) outs(%[[VECTOR]] : memref<16xbf16>)
 // CHECK:   arith.truncf
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
-// CHECK: %[[READ:.*]] = memref.view %[[ARENA]][%[[AT]]][] : memref<1024xi8> to memref<8x16xbf16>
+// CHECK-NOT: linalg.generic
+// CHECK: %[[BIAS:.*]] = memref.cast %[[VECTOR]] : memref<16xbf16> to memref<*xbf16>
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS]], %c4_i64)
+// CHECK: %[[READ:.*]] = memref.view %[[ARENA]][%[[AT]]][] : memref<1056xi8> to memref<8x16xbf16>
 // CHECK: linalg.generic {{.*}} ins(%[[READ]] : memref<8x16xbf16>) outs(%arg3 : memref<16x8xbf16>)
 // CHECK-NEXT: ^bb0(%[[IN:.*]]: bf16, %{{.*}}: bf16):
 // CHECK-NEXT:   linalg.yield %[[IN]] : bf16
@@ -503,6 +521,87 @@ func.func @rounded_then_loaded(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %d: 
   scf.forall (%i) in (8) {
     %v = memref.load %next[%i] : memref<8xf32>
     memref.store %v, %copy[%i] : memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// An f32 bias broadcast over c: the GEMM's epilogue adds the bias vector
+// itself (kGemmBias, beta = 0) and the broadcast goes.
+// CHECK-LABEL: func.func @bias_epilogue
+// CHECK-NOT: linalg.generic
+// CHECK: %[[BIAS:.*]] = memref.cast %arg2 : memref<16xf32> to memref<*xf32>
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS]], %c4_i64)
+// CHECK-NOT: linalg.generic
+// CUBLAS-LABEL: func.func @bias_epilogue
+// CUBLAS: call @weft_cuda_gemm_f32({{.*}}, %c4_i64)
+// TF32-LABEL: func.func @bias_epilogue
+// TF32: call @weft_cuda_gemm_f32({{.*}}, %c6_i64)
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+#bias = affine_map<(i, j) -> (j)>
+func.func @bias_epilogue(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %bias: memref<16xf32>, %c: memref<8x16xf32>) {
+  linalg.generic {indexing_maps = [#bias, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The bias vector is written between the broadcast and the GEMM, or the
+// broadcast runs along c's rows (not the GEMM's n): the broadcast stays
+// and the GEMM accumulates onto it.
+// CHECK-LABEL: func.func @bias_kept
+// CHECK: linalg.generic
+// CHECK: linalg.fill
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: linalg.generic
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+#bias = affine_map<(i, j) -> (j)>
+#rows = affine_map<(i, j) -> (i)>
+func.func @bias_kept(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %bias: memref<16xf32>, %c: memref<8x16xf32>, %r: memref<8xf32>, %d: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#bias, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%bias : memref<16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#rows, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%r : memref<8xf32>) outs(%d : memref<8x16xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%d : memref<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
   }
   return
 }

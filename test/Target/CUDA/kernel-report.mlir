@@ -77,9 +77,9 @@ func.func @gather(%ids: memref<8xi32>, %table: memref<1000x16xf32>, %out: memref
 // launches are listed in the order they first run.
 // CHECK-LABEL: module attributes {weft.kernel_report
 // CHECK-SAME:    bytes_read = 8 : i64, bytes_written = 8 : i64, {{.*}} function = "layer", {{.*}} id = 0 : i64, {{.*}} runs = 6 : i64
-// CHECK-SAME:    bytes_read = 4096 : i64, bytes_written = 1024 : i64, {{.*}} flops = 8192 : i64, function = "main", id = 1 : i64, index = 0 : i64, kind = "gemm", library = "cublasSgemmStridedBatched", node = "MatMul_3", runs = 1 : i64, shape = [2, 8, 16, 16], tensor_cores = false
+// CHECK-SAME:    bytes_read = 4096 : i64, bytes_written = 1024 : i64, {{.*}} flops = 8192 : i64, function = "main", id = 1 : i64, index = 0 : i64, kind = "gemm", library = "cublasLtMatmul", node = "MatMul_3", runs = 1 : i64, shape = [2, 8, 16, 16], tensor_cores = false, tf32 = false
 // CHECK:         call @weft_cuda_gemm_f32({{.*}}) {weft.launch_id = 1 : i64}
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @layer(%x: memref<2xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -105,7 +105,7 @@ func.func @main(%x: memref<2xf32>, %a: memref<2x8x16xf32>, %b: memref<2x16x16xf3
   %uc = memref.cast %c : memref<2x8x16xf32> to memref<*xf32>
   %accumulate = arith.constant 1 : i64
   call @layer(%x) : (memref<2xf32>) -> ()
-  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> () loc("MatMul_3")
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> () loc("MatMul_3")
   call @layer(%x) : (memref<2xf32>) -> ()
   return
 }
@@ -116,8 +116,8 @@ func.func @main(%x: memref<2xf32>, %a: memref<2x8x16xf32>, %b: memref<2x16x16xf3
 // bytes an element, c 4; a broadcast batch (stride 0) reads b once, and
 // with beta = 0 (accumulate 0) c is written, not read.
 // CHECK-LABEL: module attributes {weft.kernel_report
-// CHECK-SAME:    bytes_read = 1024 : i64, bytes_written = 1024 : i64, elements = 768 : i64, exact = true, flops = 8192 : i64, {{.*}} kind = "gemm", library = "cublasGemmStridedBatchedEx", {{.*}} shape = [2, 8, 16, 16], tensor_cores = true
-func.func private @weft_cuda_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64) attributes {weft.gemm}
+// CHECK-SAME:    bytes_read = 1024 : i64, bytes_written = 1024 : i64, elements = 768 : i64, exact = true, flops = 8192 : i64, {{.*}} kind = "gemm", library = "cublasLtMatmul", {{.*}} shape = [2, 8, 16, 16], tensor_cores = true, tf32 = false
+func.func private @weft_cuda_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @main(%a: memref<2x8x16xbf16>, %b: memref<16x16xbf16>, %c: memref<2x8x16xf32>) {
   %va = memref.reinterpret_cast %a to offset: [0], sizes: [2, 8, 16], strides: [128, 16, 1] : memref<2x8x16xbf16> to memref<2x8x16xbf16, strided<[128, 16, 1]>>
   %vb = memref.reinterpret_cast %b to offset: [0], sizes: [2, 16, 16], strides: [0, 16, 1] : memref<16x16xbf16> to memref<2x16x16xbf16, strided<[0, 16, 1]>>
@@ -125,7 +125,41 @@ func.func @main(%a: memref<2x8x16xbf16>, %b: memref<16x16xbf16>, %c: memref<2x8x
   %ub = memref.cast %vb : memref<2x16x16xbf16, strided<[0, 16, 1]>> to memref<*xbf16>
   %uc = memref.cast %c : memref<2x8x16xf32> to memref<*xf32>
   %overwrite = arith.constant 0 : i64
-  call @weft_cuda_gemm_bf16(%ua, %ub, %uc, %overwrite) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64) -> ()
+  call @weft_cuda_gemm_bf16(%ua, %ub, %uc, %uc, %overwrite) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  return
+}
+
+// -----
+
+// An f32 GEMM the user let multiply as TF32 (flags kGemmAccumulate |
+// kGemmTf32) runs on tensor cores and is priced at the TF32 peak; it reads
+// c too.
+// CHECK-LABEL: module attributes {weft.kernel_report
+// CHECK-SAME:    bytes_read = 2048 : i64, bytes_written = 1024 : i64, {{.*}} kind = "gemm", library = "cublasLtMatmul", {{.*}} tensor_cores = true, tf32 = true
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func @main(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf32>) {
+  %ua = memref.cast %a : memref<16x8xf32> to memref<*xf32>
+  %ub = memref.cast %b : memref<8x16xf32> to memref<*xf32>
+  %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
+  %flags = arith.constant 3 : i64
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %flags) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  return
+}
+
+// -----
+
+// The bias epilogue (kGemmBias, beta = 0) reads the bias vector once and
+// does not read c.
+// CHECK-LABEL: module attributes {weft.kernel_report
+// CHECK-SAME:    bias = true, bytes_read = 1088 : i64, bytes_written = 1024 : i64, elements = 528 : i64, {{.*}} kind = "gemm"
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func @main(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf32>, %bias: memref<16xf32>) {
+  %ua = memref.cast %a : memref<16x8xf32> to memref<*xf32>
+  %ub = memref.cast %b : memref<8x16xf32> to memref<*xf32>
+  %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
+  %ubias = memref.cast %bias : memref<16xf32> to memref<*xf32>
+  %flags = arith.constant 4 : i64
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %ubias, %flags) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   return
 }
 

@@ -29,8 +29,10 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     A `linalg.generic` on memrefs whose body is `out + a * b` over one
     reduction dim, with `a` indexed by (batch..., m, k) and `b` by
     (batch..., k, n) in any order and layout, becomes a call of the runtime's
-    `weft_gemm_f32(a, b, c, accumulate)`: `c += a * b`, or `c = a * b`
-    (beta = 0, `accumulate` 0) where a zero `linalg.fill` of all of `c`
+    `weft_gemm_f32(a, b, c, bias, flags)` (weft/runtime/Contract.h):
+    `c += a * b`
+    (`kGemmAccumulate`), or `c = a * b` (beta = 0) where a zero
+    `linalg.fill` of all of `c`
     comes right before, with nothing touching `c` in between: the fill is
     left out and the library never reads `c`. Each operand is passed as a
     strided view of shape [batch..., rows, cols] built with
@@ -53,13 +55,30 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     transpose), the GEMM writes bf16 into the first half of `c`'s own
     bytes (`c` a view of the arena) and that op reads them as they are.
     Where `c` starts from zeros either is exact: the rounding happens once,
-    where it did. Where a bias initializes `c`, the bias is rounded to bf16
-    before the product adds to it: two roundings (a cuBLASLt bias
-    epilogue would add it in f32). The next op
+    where it did. Where an f32 bias initializes `c` (in the bias epilogue
+    below too, whose bias has `c`'s type), the bias is rounded to bf16
+    before the product adds to it: two roundings, exact where the bias was
+    rounded to bf16 already (a bf16 step's bias, cast as autocast casts
+    it). The next op
     on `c`'s bytes after the rounding must only write them (a fill, a
     linalg op that never reads them, a GEMM with beta = 0, a fused
     attention's outputs, a loop nest that only stores there): `c`'s life
     ended.
+
+    A bias broadcast that initializes all of `c` (the last op on `c`
+    before the GEMM, one input read along `c`'s last dim, the GEMM's n,
+    and `c` row-major) becomes the GEMM's bias epilogue (`kGemmBias`,
+    beta = 0; cuBLASLt's `CUBLASLT_EPILOGUE_BIAS` on a GPU): the
+    broadcast's passes over `c` go. The bias is a vector of `c`'s element
+    type: the broadcast's input where it yields it as it is, else what the
+    broadcast computes (the bf16 rounding of an f32 bias, rounded again to
+    a bf16 `c`) written into a vector in bytes added to the end of the
+    function's arena (weft-plan-buffers); without an arena the broadcast
+    stays.
+
+    With `tf32`, an f32 GEMM's flags also carry `kGemmTf32`: the library
+    may round its inputs to TF32 (the user allowed it: weftc
+    `--allow-tf32`).
 
     The CUDA target names its own `callee` (cuBLAS, or the emulation's
     checked CPU BLAS) and sets `require-unit-strides`: a GEMM becomes a call
@@ -77,7 +96,7 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
       linalg.yield %s : f32
     }
     // becomes
-    call @weft_gemm_bf16(%ua, %ub, %uc, %c1_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i64) -> ()
+    call @weft_gemm_bf16(%ua, %ub, %uc, %uc, %c1_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, i64) -> ()
     ```
   }];
   let options = [
@@ -86,7 +105,9 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
            "inputs' element type (_f32, _bf16, _bf16_bf16)">,
     Option<"requireUnitStrides", "require-unit-strides", "bool",
            /*default=*/"false",
-           "Call only for operands a column-major GEMM library reads">
+           "Call only for operands a column-major GEMM library reads">,
+    Option<"tf32", "tf32", "bool", /*default=*/"false",
+           "f32 GEMMs may multiply as TF32 on tensor cores (kGemmTf32)">
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect"

@@ -39,6 +39,9 @@ constexpr const char *kEmulatedGemm = "weft_emulated_gemm";
 /// graphs on a GPU, a CPU reference of the same contract under the
 /// emulation.
 constexpr const char *kCudaAttention = "weft_cuda_attention";
+/// The runtime's mark of where the launch or library call the kernel report
+/// numbered starts (weft-gpu-mark-launches): $WEFT_PROFILE_LAUNCHES times it.
+constexpr const char *kCudaLaunchMark = "weft_cuda_launch";
 constexpr const char *kEmulatedAttention = "weft_emulated_attention";
 
 /// The CUDA toolkit whose ptxas assembles the kernels and whose libdevice

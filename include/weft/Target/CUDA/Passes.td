@@ -270,6 +270,32 @@ def WeftGpuKernelReport : Pass<"weft-gpu-kernel-report", "::mlir::ModuleOp"> {
   }];
 }
 
+def WeftGpuMarkLaunches : Pass<"weft-gpu-mark-launches", "::mlir::ModuleOp"> {
+  let summary = "Tell the runtime where each numbered launch starts";
+  let description = [{
+    Before each launch and library call the kernel report numbered
+    (`weft.launch_id`), calls the runtime's `callee(id)`: with
+    `$WEFT_PROFILE_LAUNCHES` set, the CUDA runtime times the kernel or
+    library call that follows on the GPU and writes each run's seconds under
+    its id, which `utils/compare_profile.py` puts beside the report's
+    prediction. Without it the call only stores the id. The calls are host
+    calls with effects, so `gpu-async-region` waits for the GPU before each:
+    the CUDA pipeline adds this pass only for `weftc --profile-launches`.
+
+    ```mlir
+    gpu.launch blocks(...) ... {...} {weft.launch_id = 3 : i64}
+    // becomes
+    call @weft_cuda_launch(%c3_i64) : (i64) -> ()
+    gpu.launch blocks(...) ... {...} {weft.launch_id = 3 : i64}
+    ```
+  }];
+  let options = [
+    Option<"callee", "callee", "std::string", /*default=*/"\"weft_cuda_launch\"",
+           "The runtime's function that takes a launch's id">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
+}
+
 def WeftGpuKernelNames : Pass<"weft-gpu-kernel-names", "::mlir::ModuleOp"> {
   let summary = "Give kernels names PTX accepts";
   let description = [{

@@ -52,10 +52,28 @@ constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
 
 /// GEMMs (weft-contractions-to-blas), named with the operands' element type
 /// after the target's prefix (`_f32`, `_bf16`; `_bf16_bf16` also writes c
-/// in bf16): `gemm(a, b, c, accumulate)`, each matrix (or batch of them) an
-/// unranked memref, computes c = a * b, or c += a * b when `accumulate`
-/// (i64) is 1. Only c is written.
+/// in bf16): `gemm(a, b, c, bias, flags)`, each matrix (or batch of them)
+/// and the bias an unranked memref, computes c = a * b, plus c under
+/// kGemmAccumulate, plus the bias under kGemmBias, each sum in f32 and c
+/// rounded once. Only c is written.
+constexpr unsigned kGemmOperands = 5;
 constexpr unsigned kGemmResultOperand = 2;
+constexpr unsigned kGemmBiasOperand = 3;
+constexpr unsigned kGemmFlagsOperand = 4;
+/// `flags` (i64): c is read and the product added to it (else c is only
+/// written: beta = 0).
+constexpr int64_t kGemmAccumulate = 1;
+/// f32 inputs may be multiplied as TF32 (10 mantissa bits; f32
+/// accumulation) on tensor cores: the user allowed it (weftc
+/// --allow-tf32). A runtime without TF32 multiplies in f32; the emulation
+/// rounds the inputs to nearest even (cuBLAS does not say how its kernels
+/// convert: compare with a tolerance).
+constexpr int64_t kGemmTf32 = 2;
+/// `bias`, a contiguous vector of c's element type as long as c's last
+/// dim, is added to every row of c (cuBLASLt's bias epilogue), which is
+/// then row-major (its last dim of stride 1). Without it, `bias` is any
+/// memref of c's element type (c itself) and is not read.
+constexpr int64_t kGemmBias = 4;
 
 /// Fused attention (weft-attention-to-library), named with the element
 /// type after them (`<prefix>_forward_bf16`, `<prefix>_backward_bf16`;
