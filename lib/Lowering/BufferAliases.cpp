@@ -287,7 +287,12 @@ bool weft::isFusedAttentionCall(Operation *op, bool &backward) {
 bool weft::libraryCallWrites(Operation *call, unsigned index) {
   if (bool backward; isFusedAttentionCall(call, backward))
     return runtime::attentionOverwrites(backward, index);
-  return index == runtime::kGemmResultOperand;
+  // Flags not known: the bias may be written too.
+  int64_t flags = runtime::kGemmBiasGradient;
+  if (call->getNumOperands() == runtime::kGemmOperands)
+    flags = getConstantIntValue(call->getOperand(runtime::kGemmFlagsOperand))
+                .value_or(flags);
+  return runtime::gemmWrites(flags, index);
 }
 
 bool weft::mayWrite(Operation *op, Value buffer) {

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cblas.h>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <omp.h>
@@ -247,6 +248,32 @@ bool addBias(const View &c, int64_t rank, int64_t flags, BiasAt biasAt) {
   return true;
 }
 
+/// Under kGemmBiasGradient, the bias vector written with the sums over k
+/// of b [k, n] (one matrix), in f32.
+void sumColumns(int64_t flags, const View &b, int64_t rank, void *descBias) {
+  if (!(flags & weft::runtime::kGemmBiasGradient))
+    return;
+  if (rank != 2) {
+    fprintf(stderr, "error: a GEMM's bias gradient needs one matrix, not a "
+                    "batch\n");
+    std::_Exit(1);
+  }
+  View bias = viewOf(1, descBias);
+  float *out = bias.aligned + bias.offset;
+  int64_t k = b.sizes[0], n = b.sizes[1];
+  // Columns in tiles of 64, rows in order: a row-major b is read along its
+  // rows.
+#pragma omp parallel for schedule(static)
+  for (int64_t tile = 0; tile < n; tile += 64) {
+    int64_t end = std::min(n, tile + 64);
+    for (int64_t j = tile; j < end; ++j)
+      out[j] = 0.0f;
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = tile; j < end; ++j)
+        out[j] += b.aligned[b.offset + p * b.strides[0] + j * b.strides[1]];
+  }
+}
+
 /// The bias vector's elements (weft/runtime/Contract.h: contiguous).
 const float *biasOf(void *descriptor) {
   View bias = viewOf(1, descriptor);
@@ -266,6 +293,7 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC, int64_t,
                               void *descBias, int64_t flags) {
   View c = viewOf(rankC, descC);
+  sumColumns(flags, viewOf(rankB, descB), rankB, descBias);
   bool accumulate =
       addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
   if (flags & weft::runtime::kGemmTf32) {
@@ -283,6 +311,7 @@ extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                void *descBias, int64_t flags) {
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
   View c = viewOf(rankC, descC);
+  sumColumns(flags, b.view, rankB, descBias);
   bool accumulate =
       addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
   gemm(a.view, b.view, c, rankC, accumulate);
@@ -295,6 +324,10 @@ extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
 extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
                                     int64_t, void *descBias, int64_t flags) {
+  if (flags & weft::runtime::kGemmBiasGradient) {
+    fprintf(stderr, "error: a bias gradient needs an f32 c (Contract.h)\n");
+    std::_Exit(1);
+  }
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
   Widened c = widen(rankC, descC,
                     /*read=*/flags & weft::runtime::kGemmAccumulate);

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -403,13 +404,19 @@ namespace {
 /// c; bf16 inputs into a bf16 c (f32 accumulation, rounded once).
 enum class GemmInputs { F32, BF16, BF16ToBF16 };
 
-/// One cuBLASLt matmul, column-major: d = op(x) op(y) (+ d) (+ the bias,
-/// one per row of d), `count` matrices `stride*` elements apart, its
-/// pointers aligned to `align*` bytes (at most 256: what the heuristic
+/// cublasLtEpilogue_t (cublasLt.h).
+constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4,
+                   kEpilogueBiasGradientA = 256;
+
+/// One cuBLASLt matmul, column-major: d = op(x) op(y) (+ d), with
+/// `epilogue` (the bias added to each row of d, or the bias's gradient:
+/// each row of op(x) summed), `count` matrices `stride*` elements apart,
+/// its pointers aligned to `align*` bytes (at most 256: what the heuristic
 /// assumes unless told less).
 struct LtMatmul {
   int inputType, outputType, computeType;
-  bool transX, transY, bias = false;
+  bool transX, transY;
+  uint32_t epilogue = kEpilogueDefault;
   int64_t rows, cols, inner;
   int64_t ldx, ldy, ldz;
   int64_t strideX, strideY, strideZ, count;
@@ -417,7 +424,7 @@ struct LtMatmul {
 
   auto key() const {
     return std::make_tuple(inputType, outputType, computeType, transX, transY,
-                           bias, rows, cols, inner, ldx, ldy, ldz, strideX,
+                           epilogue, rows, cols, inner, ldx, ldy, ldz, strideX,
                            strideY, strideZ, count, alignX, alignY, alignZ,
                            alignBias);
   }
@@ -451,14 +458,18 @@ struct LtPlan {
   BlasLt::Algo algo{};
 };
 
-const LtPlan &planFor(const LtMatmul &mm, const void *biasPointer) {
+/// The plan of `mm`, made once; null where `optional` and cuBLASLt has no
+/// algorithm for it (an epilogue it does not fuse there), else the run ends
+/// with one line.
+const LtPlan *planFor(const LtMatmul &mm, const void *biasPointer,
+                      bool optional = false) {
   static std::map<decltype(mm.key()), LtPlan> plans;
   static std::mutex guard;
   std::lock_guard<std::mutex> lock(guard);
   auto [it, inserted] = plans.try_emplace(mm.key());
   LtPlan &plan = it->second;
   if (!inserted)
-    return plan;
+    return plan.desc ? &plan : nullptr;
   const BlasLt &lt = blasLt();
   // cudaDataType (library_types.h) and the enums of cublasLt.h.
   constexpr int kR32F = 0;
@@ -466,7 +477,6 @@ const LtPlan &planFor(const LtMatmul &mm, const void *biasPointer) {
                 kBatchCount = 5, kStridedBatchOffset = 6,
                 kMaxWorkspaceBytes = 1, kMinAlignmentA = 5, kMinAlignmentB = 6,
                 kMinAlignmentC = 7, kMinAlignmentD = 8;
-  constexpr uint32_t kEpilogueBias = 4;
   auto ok = [&](int status, const char *what) {
     if (status != 0)
       failGemm(what, status, mm);
@@ -478,12 +488,12 @@ const LtPlan &planFor(const LtMatmul &mm, const void *biasPointer) {
      "cublasLtMatmulDescSetAttribute (TRANSA)");
   ok(lt.descSetAttribute(plan.desc, kTransB, &opY, sizeof opY),
      "cublasLtMatmulDescSetAttribute (TRANSB)");
-  if (mm.bias) {
-    // Of D's type, added to each row of the column-major D (each column of
-    // the row-major c); the heuristic reads the pointer's alignment (each
-    // call sets its own pointer).
-    ok(lt.descSetAttribute(plan.desc, kEpilogue, &kEpilogueBias,
-                           sizeof kEpilogueBias),
+  if (mm.epilogue != kEpilogueDefault) {
+    // Of D's type, one per row of the column-major D (each column of the
+    // row-major c); the heuristic reads the pointer's alignment (each call
+    // sets its own pointer).
+    ok(lt.descSetAttribute(plan.desc, kEpilogue, &mm.epilogue,
+                           sizeof mm.epilogue),
        "cublasLtMatmulDescSetAttribute (EPILOGUE)");
     ok(lt.descSetAttribute(plan.desc, kBiasPointer, &biasPointer,
                            sizeof biasPointer),
@@ -520,16 +530,25 @@ const LtPlan &planFor(const LtMatmul &mm, const void *biasPointer) {
        "cublasLtMatmulPreferenceSetAttribute (MIN_ALIGNMENT)");
   BlasLt::Heuristic best{};
   int found = 0;
-  ok(lt.algoGetHeuristic(lt.handle, plan.desc, plan.x, plan.y, plan.z, plan.z,
-                         preference, 1, &best, &found),
-     "cublasLtMatmulAlgoGetHeuristic");
+  // NOT_SUPPORTED is how cuBLASLt says it fuses no such epilogue here.
+  int status = lt.algoGetHeuristic(lt.handle, plan.desc, plan.x, plan.y, plan.z,
+                                   plan.z, preference, 1, &best, &found);
   lt.preferenceDestroy(preference);
+  if ((status != 0 || found < 1 || best.state != 0) && optional) {
+    lt.descDestroy(plan.desc);
+    for (BlasLt::Layout layout : {plan.x, plan.y, plan.z})
+      lt.layoutDestroy(layout);
+    plan = LtPlan();
+    return nullptr;
+  }
+  if (status != 0)
+    failGemm("cublasLtMatmulAlgoGetHeuristic", status, mm);
   if (found < 1)
     failGemm("cublasLtMatmulAlgoGetHeuristic (no algorithm)", found, mm);
   if (best.state != 0)
     failGemm("cublasLtMatmulAlgoGetHeuristic", best.state, mm);
   plan.algo = best.algo;
-  return plan;
+  return &plan;
 }
 
 /// Collapses batch dims that step through all three operands evenly
@@ -602,10 +621,16 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
   for (int64_t size : sizes)
     if (size == 0)
       return;
+  if ((flags & weft::runtime::kGemmBiasGradient) && m == 0 && n > 0) {
+    fprintf(stderr, "error: CUDA: a bias gradient of a GEMM with no rows of "
+                    "c is not supported\n");
+    std::_Exit(1);
+  }
   if (m == 0 || n == 0)
     return;
   if (k == 0 && (!(flags & weft::runtime::kGemmAccumulate) ||
-                 (flags & weft::runtime::kGemmBias))) {
+                 (flags & (weft::runtime::kGemmBias |
+                           weft::runtime::kGemmBiasGradient)))) {
     fprintf(stderr, "error: CUDA: a GEMM over k = 0 that writes c is not "
                     "supported\n");
     std::_Exit(1);
@@ -651,19 +676,25 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
     mm.strideX = strideA, mm.strideY = strideB;
   }
   mm.ldz = lc->ld;
-  // The bias epilogue adds to each row of the column-major D: c's columns,
-  // c row-major (weft/runtime/Contract.h).
-  const void *biasPointer = nullptr;
-  if (flags & weft::runtime::kGemmBias) {
+  // The bias epilogue adds to each row of the column-major D (c's columns,
+  // c row-major: weft/runtime/Contract.h); the bias-gradient epilogue sums
+  // each row of op(x) = b^T over k, of a GEMM of one matrix.
+  bool biased = flags & weft::runtime::kGemmBias,
+       gradient = flags & weft::runtime::kGemmBiasGradient;
+  char *biasPointer = nullptr;
+  if (biased || gradient) {
     View bias = weft::runtime::viewOf(1, descBias);
-    if (!swap || bias.sizes[0] != n || bias.strides[0] != 1) {
-      fprintf(stderr, "error: CUDA: a GEMM's bias is not a contiguous vector "
-                      "as long as the rows of its row-major c\n");
+    if (!swap || bias.sizes[0] != n || bias.strides[0] != 1 ||
+        (biased && gradient) ||
+        (gradient && (rankC != 2 || m == 0 || outputBytes != 4))) {
+      fprintf(stderr, "error: CUDA: a GEMM's bias (or bias gradient) is not "
+                      "a contiguous vector as long as the rows of its one "
+                      "row-major c\n");
       std::_Exit(1);
     }
-    mm.bias = true;
-    biasPointer = reinterpret_cast<const char *>(bias.aligned) +
-                  bias.offset * outputBytes;
+    mm.epilogue = biased ? kEpilogueBias : kEpilogueBiasGradientA;
+    biasPointer =
+        reinterpret_cast<char *>(bias.aligned) + bias.offset * outputBytes;
     mm.alignBias = alignmentOf(biasPointer);
   }
   const BlasLt &lt = blasLt();
@@ -695,14 +726,43 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
     mm.alignX = alignmentOf(px);
     mm.alignY = alignmentOf(py);
     mm.alignZ = alignmentOf(pc);
-    calls.push_back({px, py, pc, &planFor(mm, biasPointer)});
+    const LtPlan *plan = planFor(mm, biasPointer, /*optional=*/gradient);
+    if (!plan) {
+      // No fused bias gradient for this GEMM: the plain GEMM, then the sums
+      // as a GEMM of b^T with a vector of ones.
+      mm.epilogue = kEpilogueDefault;
+      plan = planFor(mm, nullptr);
+    }
+    calls.push_back({px, py, pc, plan});
+  }
+  std::optional<LtMatmul> sums;
+  const LtPlan *sumsPlan = nullptr;
+  void *ones = nullptr;
+  if (gradient && mm.epilogue == kEpilogueDefault) {
+    sums = mm;
+    sums->computeType = kCompute32F; // summed in f32, TF32 allowed or not
+    sums->cols = 1;
+    sums->transY = false;
+    sums->ldy = k;
+    sums->ldz = n;
+    sums->strideY = sums->strideZ = 0;
+    sums->outputType = mm.outputType;
+    sums->alignY = 256;
+    sums->alignZ = mm.alignBias;
+    sumsPlan = planFor(*sums, nullptr);
+    // k ones of the inputs' type, in 32-bit words (two bf16 ones a word).
+    int64_t words = (k * inputBytes + 3) / 4;
+    ones = weft::runtime::cuda::allocate(words * 4, "a bias gradient's ones");
+    weft::runtime::cuda::fill32(ones,
+                                inputBytes == 4 ? 0x3f800000u : 0x3f803f80u,
+                                size_t(words), lt.stream);
   }
   profiled(lt.stream, [&] {
     for (const Call &call : calls) {
       const LtPlan &plan = *call.plan;
       // The descriptor is shared by the calls of this shape (GEMMs run from
       // one host thread at a time).
-      if (mm.bias)
+      if (mm.epilogue != kEpilogueDefault)
         if (int status = lt.descSetAttribute(plan.desc, /*BIAS_POINTER=*/8,
                                              &biasPointer, sizeof biasPointer))
           failGemm("cublasLtMatmulDescSetAttribute (BIAS_POINTER)", status, mm);
@@ -712,8 +772,17 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
                                  BlasLt::kWorkspaceBytes, lt.stream))
         failGemm("cublasLtMatmul", status, mm);
     }
+    if (sums)
+      if (int status =
+              lt.matmul(lt.handle, sumsPlan->desc, &one, calls.front().x,
+                        sumsPlan->x, ones, sumsPlan->y, &zero, biasPointer,
+                        sumsPlan->z, biasPointer, sumsPlan->z, &sumsPlan->algo,
+                        lt.workspace, BlasLt::kWorkspaceBytes, lt.stream))
+        failGemm("cublasLtMatmul (a bias gradient's sums)", status, *sums);
   });
   check(driver().streamSynchronize(lt.stream), "cuStreamSynchronize", "a GEMM");
+  if (ones)
+    weft::runtime::cuda::deallocate(ones);
 }
 
 } // namespace

@@ -68,8 +68,24 @@ void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
                void *descC, int64_t rankBias, void *descBias, int64_t flags) {
   checkGemmOperand("a", rankA, descA, inputBytes, /*isWrite=*/false);
   checkGemmOperand("b", rankB, descB, inputBytes, /*isWrite=*/false);
-  // The bias epilogue reads a contiguous vector as long as c's rows.
-  if (flags & weft::runtime::kGemmBias) {
+  // The bias epilogue reads a contiguous vector as long as c's rows, the
+  // bias-gradient epilogue writes one, of a GEMM of one matrix.
+  bool gradient = flags & weft::runtime::kGemmBiasGradient;
+  if ((flags & weft::runtime::kGemmBias) && gradient) {
+    fprintf(stderr, "error: emulated CUDA GEMM (cuBLASLt): a bias and a bias "
+                    "gradient at once\n");
+    fflush(nullptr);
+    std::_Exit(1);
+  }
+  if (gradient && (rankC != 2 || outputBytes != 4)) {
+    fprintf(stderr,
+            "error: emulated CUDA GEMM (cuBLASLt) bias gradient of a "
+            "batch of %" PRId64 " dims\n",
+            rankC - 2);
+    fflush(nullptr);
+    std::_Exit(1);
+  }
+  if ((flags & weft::runtime::kGemmBias) || gradient) {
     weft::runtime::View c = weft::runtime::viewOf(rankC, descC),
                         bias = weft::runtime::viewOf(1, descBias);
     if (rankBias != 1 || c.strides[rankC - 1] != 1 ||
@@ -87,7 +103,8 @@ void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
     auto base = reinterpret_cast<uintptr_t>(bias.aligned);
     weft::runtime::emulation::checkAccess(
         base, base + bias.offset * outputBytes, bias.sizes[0] * outputBytes,
-        /*isWrite=*/false, "GEMM (cuBLASLt) operand", "bias");
+        /*isWrite=*/gradient, "GEMM (cuBLASLt) operand",
+        gradient ? "bias gradient" : "bias");
   }
   // c += a * b reads c as well; c = a * b (beta = 0) does not.
   if (flags & weft::runtime::kGemmAccumulate)

@@ -307,6 +307,38 @@ TEST(Gemm, Bf16BiasIntoBf16Rows) {
     }
 }
 
+/// Under kGemmBiasGradient the bias vector is written (not added to) with
+/// the sums of b's columns over k, b read through its strides (here the
+/// transpose of a [6 x 5] matrix), and c is the plain product.
+TEST(Gemm, BiasGradientSumsColumnsOfB) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(3 * 6), b(6 * 5), c(3 * 5), sums(5, 1e6f);
+  for (auto *v : {&a, &b})
+    for (float &x : *v)
+      x = normal(rng);
+  // b [k = 6, n = 5] is the transpose of a row-major [5 x 6] matrix.
+  Descriptor<2> da{a.data(), a.data(), 0, {3, 6}, {6, 1}};
+  Descriptor<2> db{b.data(), b.data(), 0, {6, 5}, {1, 6}};
+  Descriptor<2> dc{c.data(), c.data(), 0, {3, 5}, {5, 1}};
+  Descriptor<1> dsums{sums.data(), sums.data(), 0, {5}, {1}};
+  Unranked ua{2, &da}, ub{2, &db}, uc{2, &dc}, usums{1, &dsums};
+  weft_gemm_f32(2, ua.descriptor, 2, ub.descriptor, 2, uc.descriptor, 1,
+                usums.descriptor, kGemmBiasGradient);
+  for (int64_t j = 0; j < 5; ++j) {
+    double expected = 0;
+    for (int64_t p = 0; p < 6; ++p)
+      expected += b[p + j * 6];
+    EXPECT_NEAR(sums[j], expected, 1e-5) << "column " << j;
+    for (int64_t i = 0; i < 3; ++i) {
+      double product = 0;
+      for (int64_t p = 0; p < 6; ++p)
+        product += double(a[i * 6 + p]) * b[p + j * 6];
+      EXPECT_NEAR(c[i * 5 + j], product, 1e-5) << "c " << i << ", " << j;
+    }
+  }
+}
+
 TEST(Collectives, OneRankIsTheIdentity) {
   std::unique_ptr<Communicator> comm = createSingleRankCommunicator();
   EXPECT_EQ(comm->rank(), 0);

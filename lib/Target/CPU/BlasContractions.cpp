@@ -508,6 +508,113 @@ Value biasVector(PatternRewriter &rewriter, const BiasBroadcast &bias,
   return slot;
 }
 
+/// A sum over the rows of the GEMM's b (its k) into a zero-filled vector
+/// (a bias's gradient: the columns of the output gradient summed, when b
+/// is that gradient), which the GEMM's epilogue writes instead
+/// (kGemmBiasGradient): the GEMM has no batch dims and an f32 c, row-major
+/// with the GEMM's n last; nothing writes b or touches the vector between
+/// the GEMM and the sum.
+struct BiasGradient {
+  linalg::GenericOp sum;
+  linalg::FillOp fill;
+  Value vector;
+};
+
+/// Whether `body` is `acc + x` or `acc + extf(x)` for its input x and
+/// accumulator acc.
+bool isPlainSum(Block &body) {
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value accumulator = body.getArgument(1);
+  Value other = add.getLhs() == accumulator   ? add.getRhs()
+                : add.getRhs() == accumulator ? add.getLhs()
+                                              : Value();
+  size_t ops = 2; // the add and the yield
+  if (auto widened =
+          other ? other.getDefiningOp<arith::ExtFOp>() : arith::ExtFOp()) {
+    other = widened.getIn();
+    ++ops;
+  }
+  return other && other == body.getArgument(0) &&
+         body.getOperations().size() == ops;
+}
+
+std::optional<BiasGradient> matchBiasGradient(linalg::GenericOp gemm,
+                                              const GemmShape &shape) {
+  Value c = gemm.getDpsInits()[0];
+  auto cType = cast<MemRefType>(c.getType());
+  AffineMap cMap = gemm.getMatchingIndexingMap(gemm.getDpsInitOperand(0));
+  MLIRContext *context = gemm.getContext();
+  if (!shape.batch.empty() || !cType.getElementType().isF32() ||
+      weft::buffersMayAlias(c, gemm.getDpsInputs()[shape.lhsIsA ? 1 : 0]) ||
+      cMap.getResult(1) != getAffineDimExpr(shape.n, context) ||
+      cType.getStridesAndOffset().first.back() != 1)
+    return std::nullopt;
+  OpOperand *bOperand = gemm.getDpsInputOperand(shape.lhsIsA ? 1 : 0);
+  Value b = bOperand->get();
+  AffineMap bMap = gemm.getMatchingIndexingMap(bOperand);
+  for (Operation *op = gemm->getNextNode(); op; op = op->getNextNode()) {
+    auto sum = dyn_cast<linalg::GenericOp>(op);
+    if (!sum || sum.getNumDpsInputs() != 1 || sum.getNumDpsInits() != 1 ||
+        sum.getDpsInputs()[0] != b || sum.getNumLoops() != 2 ||
+        sum.getNumReductionLoops() != 1 || !sum.hasPureBufferSemantics()) {
+      if (mayWrite(op, b))
+        return std::nullopt;
+      continue;
+    }
+    // sum[n] += b[k, n], the dims read as the GEMM reads them.
+    unsigned reduction =
+        sum.getIteratorTypesArray()[0] == utils::IteratorType::reduction ? 0
+                                                                         : 1;
+    unsigned parallel = 1 - reduction;
+    AffineMap inputMap = sum.getMatchingIndexingMap(sum.getDpsInputOperand(0));
+    AffineMap outputMap = sum.getMatchingIndexingMap(sum.getDpsInitOperand(0));
+    Value vector = sum.getDpsInits()[0];
+    auto vectorType = cast<MemRefType>(vector.getType());
+    auto position = [&](AffineMap map,
+                        unsigned loop) -> std::optional<unsigned> {
+      for (auto [i, result] : llvm::enumerate(map.getResults()))
+        if (result == getAffineDimExpr(loop, context))
+          return i;
+      return std::nullopt;
+    };
+    // The sum reads b's elements where the GEMM reads them: the same
+    // positions of k and n, the GEMM's other results (constants) alike.
+    bool sameElements = inputMap.getNumResults() == bMap.getNumResults();
+    for (unsigned i = 0; sameElements && i < bMap.getNumResults(); ++i)
+      if (i != position(bMap, shape.k) && i != position(bMap, shape.n))
+        sameElements = isa<AffineConstantExpr>(bMap.getResult(i)) &&
+                       inputMap.getResult(i) == bMap.getResult(i);
+    if (!sameElements ||
+        position(inputMap, reduction) != position(bMap, shape.k) ||
+        position(inputMap, parallel) != position(bMap, shape.n) ||
+        outputMap.getNumResults() != 1 ||
+        outputMap.getResult(0) != getAffineDimExpr(parallel, context) ||
+        vectorType.getRank() != 1 || !vectorType.getElementType().isF32() ||
+        !vectorType.getLayout().isIdentity() || !isPlainSum(*sum.getBody()) ||
+        !canHoist(vector, gemm))
+      return std::nullopt;
+    // The GEMM writes the vector while it reads its operands, whose bytes
+    // the plan may have given the vector once the GEMM was done with them.
+    for (Value operand : gemm->getOperands())
+      if (weft::buffersMayAlias(vector, operand))
+        return std::nullopt;
+    // Zeros before the sum, and nothing else on the vector since the GEMM.
+    linalg::FillOp fill = constantFillBefore(sum, vector);
+    auto zero = fill ? dyn_cast<FloatAttr>(fillConstant(fill)) : FloatAttr();
+    if (!zero || !zero.getValue().isZero())
+      return std::nullopt;
+    for (Operation *between = gemm->getNextNode(); between != sum;
+         between = between->getNextNode())
+      if (between != fill.getOperation() && touches(between, vector))
+        return std::nullopt;
+    return BiasGradient{sum, fill, vector};
+  }
+  return std::nullopt;
+}
+
 struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
   ContractionToBlas(MLIRContext *context, StringRef callee,
                     bool requireUnitStrides, bool tf32)
@@ -606,6 +713,10 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     std::optional<BiasBroadcast> bias;
     if (!zeroFill)
       bias = matchBiasBroadcast(op, *gemm);
+    // Or the sum over b's rows after it: the epilogue writes it.
+    std::optional<BiasGradient> biasGradient;
+    if (!bias && !rounded)
+      biasGradient = matchBiasGradient(op, *gemm);
     if (bias) {
       OpBuilder::InsertionGuard guard(rewriter);
       biasVectorArg = biasVector(rewriter, *bias, cType.getElementType());
@@ -634,12 +745,19 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     }
     // Without a bias, c stands in for it (not read).
     argTypes.push_back(argTypes.back());
-    args.push_back(bias ? memref::CastOp::create(rewriter, loc, argTypes.back(),
-                                                 biasVectorArg)
-                        : args.back());
+    if (biasGradient) {
+      biasVectorArg = biasGradient->vector;
+      // The GEMM writes it: its view is made before.
+      rewriter.modifyOpInPlace(op, [&] { hoist(biasVectorArg, op); });
+    }
+    args.push_back(bias || biasGradient
+                       ? memref::CastOp::create(rewriter, loc, argTypes.back(),
+                                                biasVectorArg)
+                       : args.back());
     int64_t flags = (zeroFill || bias ? 0 : runtime::kGemmAccumulate) |
                     (tf32 && input.isF32() ? runtime::kGemmTf32 : 0) |
-                    (bias ? runtime::kGemmBias : 0);
+                    (bias ? runtime::kGemmBias : 0) |
+                    (biasGradient ? runtime::kGemmBiasGradient : 0);
     argTypes.push_back(rewriter.getI64Type());
     args.push_back(arith::ConstantIntOp::create(rewriter, loc, flags, 64));
     auto module = op->getParentOfType<ModuleOp>();
@@ -657,6 +775,10 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       rewriter.eraseOp(zeroFill);
     if (bias)
       rewriter.eraseOp(bias->producer);
+    if (biasGradient) {
+      rewriter.eraseOp(biasGradient->sum);
+      rewriter.eraseOp(biasGradient->fill);
+    }
     if (rounded) {
       auto producer = dyn_cast<linalg::GenericOp>(rounded->producer);
       if (producer && !bias) {

@@ -513,14 +513,15 @@ void ReportBuilder::addGemm(func::CallOp call) {
   bool tf32 = !bf16 && (flags & weft::runtime::kGemmTf32);
   NamedAttrList entry = common(call, "gemm");
   entry.append("library", b.getStringAttr("cublasLtMatmul"));
-  bool biased = flags & weft::runtime::kGemmBias;
+  bool biased = flags & weft::runtime::kGemmBias,
+       gradient = flags & weft::runtime::kGemmBiasGradient;
   if (views.size() == 4 &&
       llvm::all_of(ArrayRef(views).take_front(3),
                    [](MemRefType type) {
                      return type && type.hasStaticShape() &&
                             type.getRank() >= 2;
                    }) &&
-      (!biased || (views[3] && views[3].hasStaticShape()))) {
+      (!(biased || gradient) || (views[3] && views[3].hasStaticShape()))) {
     ArrayRef<int64_t> a = views[0].getShape(), c = views[2].getShape();
     int64_t m = c[c.size() - 2], n = c.back(), k = a.back(), batch = 1;
     for (int64_t size : c.drop_back(2))
@@ -531,21 +532,24 @@ void ReportBuilder::addGemm(func::CallOp call) {
     // c += a * b reads c as well as writing it; c = a * b (beta = 0) only
     // writes it.
     bool readsC = flags & weft::runtime::kGemmAccumulate;
-    // The bias epilogue reads its vector once.
-    int64_t biasElements = biased ? views[3].getNumElements() : 0;
+    // The bias epilogue reads its vector once, the bias-gradient epilogue
+    // writes it.
+    int64_t biasElements = biased || gradient ? views[3].getNumElements() : 0;
     int64_t biasBytes = biasElements * weft::elementBytes(views[2]);
     entry.append("shape", integers({batch, m, n, k}));
     entry.append("flops", b.getI64IntegerAttr(2 * batch * m * n * k));
     entry.append("bytes_read",
                  b.getI64IntegerAttr(aBytes + bBytes + (readsC ? cBytes : 0) +
-                                     biasBytes));
-    entry.append("bytes_written", b.getI64IntegerAttr(cBytes));
+                                     (biased ? biasBytes : 0)));
+    entry.append("bytes_written",
+                 b.getI64IntegerAttr(cBytes + (gradient ? biasBytes : 0)));
     entry.append("elements",
                  b.getI64IntegerAttr(
                      distinctElements(views[0]) + distinctElements(views[1]) +
                      (readsC ? 2 : 1) * distinctElements(views[2]) +
                      biasElements));
     entry.append("bias", b.getBoolAttr(biased));
+    entry.append("bias_gradient", b.getBoolAttr(gradient));
     entry.append("exact", b.getBoolAttr(true));
   } else {
     entry.append("exact", b.getBoolAttr(false));

@@ -605,3 +605,141 @@ func.func @bias_kept(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %bias: memref<16
   }
   return
 }
+
+// -----
+
+// A weight's gradient dW = x^T dy and its bias's, the columns of dy summed
+// into zeros: the GEMM's epilogue writes the sums (kGemmBiasGradient) and
+// the fill and the sum go. The sum's vector is made before the GEMM.
+// CHECK-LABEL: func.func @bias_gradient
+// CHECK: %[[DB:.*]] = memref.view
+// CHECK-NOT: linalg
+// CHECK: %[[VECTOR:.*]] = memref.cast %[[DB]] : memref<16xf32> to memref<*xf32>
+// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %[[VECTOR]], %c8_i64)
+// CHECK-NOT: linalg
+// CUBLAS-LABEL: func.func @bias_gradient
+// CUBLAS: call @weft_cuda_gemm_bf16({{.*}}, %c8_i64)
+#xt = affine_map<(i, j, p) -> (p, i)>
+#dy = affine_map<(i, j, p) -> (p, j)>
+#dw = affine_map<(i, j, p) -> (i, j)>
+#rows = affine_map<(j, p) -> (p, j)>
+#cols = affine_map<(j, p) -> (j)>
+func.func @bias_gradient(%x: memref<32x8xbf16>, %dy: memref<32x16xbf16>, %dw: memref<8x16xf32>, %out: memref<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %arena = memref.alloc() : memref<1024xi8>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#xt, #dy, #dw], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %dy : memref<32x8xbf16>, memref<32x16xbf16>) outs(%dw : memref<8x16xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %wa = arith.extf %a : bf16 to f32
+    %wb = arith.extf %b : bf16 to f32
+    %p = arith.mulf %wa, %wb : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %db = memref.view %arena[%c0][] : memref<1024xi8> to memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%db : memref<16xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["parallel", "reduction"]}
+      ins(%dy : memref<32x16xbf16>) outs(%db : memref<16xf32>) {
+  ^bb0(%v: bf16, %acc: f32):
+    %w = arith.extf %v : bf16 to f32
+    %s = arith.addf %acc, %w : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %db, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// dy is written between the GEMM and the sum (the sum reads other
+// values than the GEMM did), or the sum is not plain: both stay.
+// CHECK-LABEL: func.func @bias_gradient_kept
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK-NEXT: linalg.fill {{.*}} outs(%arg1
+// CHECK-NEXT: linalg.fill {{.*}} outs(%arg3
+// CHECK-NEXT: linalg.generic
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK-NEXT: linalg.fill {{.*}} outs(%arg5
+// CHECK-NEXT: linalg.generic
+// CHECK: arith.mulf
+#xt = affine_map<(i, j, p) -> (p, i)>
+#dy = affine_map<(i, j, p) -> (p, j)>
+#dw = affine_map<(i, j, p) -> (i, j)>
+#rows = affine_map<(j, p) -> (p, j)>
+#cols = affine_map<(j, p) -> (j)>
+func.func @bias_gradient_kept(%x: memref<32x8xf32>, %dy: memref<32x16xf32>, %dw: memref<8x16xf32>, %db: memref<16xf32>, %dw2: memref<8x16xf32>, %db2: memref<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%dw : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#xt, #dy, #dw], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %dy : memref<32x8xf32>, memref<32x16xf32>) outs(%dw : memref<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%dy : memref<32x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%db : memref<16xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["parallel", "reduction"]}
+      ins(%dy : memref<32x16xf32>) outs(%db : memref<16xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %acc, %v : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%dw2 : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#xt, #dy, #dw], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %dy : memref<32x8xf32>, memref<32x16xf32>) outs(%dw2 : memref<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%db2 : memref<16xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["parallel", "reduction"]}
+      ins(%dy : memref<32x16xf32>) outs(%db2 : memref<16xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %q = arith.mulf %v, %v : f32
+    %s = arith.addf %acc, %q : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The plan gave the sum's vector bytes of x, which the GEMM reads: the
+// epilogue would write them while the GEMM reads them, so the sum stays.
+// CHECK-LABEL: func.func @bias_gradient_over_a
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: linalg.fill
+// CHECK: linalg.generic
+#xt = affine_map<(i, j, p) -> (p, i)>
+#dy = affine_map<(i, j, p) -> (p, j)>
+#dw = affine_map<(i, j, p) -> (i, j)>
+#rows = affine_map<(j, p) -> (p, j)>
+#cols = affine_map<(j, p) -> (j)>
+func.func @bias_gradient_over_a(%dy: memref<32x16xf32>, %dw: memref<8x16xf32>, %out: memref<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %arena = memref.alloc() : memref<1024xi8>
+  %x = memref.view %arena[%c0][] : memref<1024xi8> to memref<32x8xf32>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#xt, #dy, #dw], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %dy : memref<32x8xf32>, memref<32x16xf32>) outs(%dw : memref<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %db = memref.view %arena[%c0][] : memref<1024xi8> to memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%db : memref<16xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["parallel", "reduction"]}
+      ins(%dy : memref<32x16xf32>) outs(%db : memref<16xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %acc, %v : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %db, %out : memref<16xf32> to memref<16xf32>
+  return
+}

@@ -151,7 +151,7 @@ func.func @main(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf32
 // The bias epilogue (kGemmBias, beta = 0) reads the bias vector once and
 // does not read c.
 // CHECK-LABEL: module attributes {weft.kernel_report
-// CHECK-SAME:    bias = true, bytes_read = 1088 : i64, bytes_written = 1024 : i64, elements = 528 : i64, {{.*}} kind = "gemm"
+// CHECK-SAME:    bias = true, bias_gradient = false, bytes_read = 1088 : i64, bytes_written = 1024 : i64, elements = 528 : i64, {{.*}} kind = "gemm"
 func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @main(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf32>, %bias: memref<16xf32>) {
   %ua = memref.cast %a : memref<16x8xf32> to memref<*xf32>
@@ -199,5 +199,21 @@ func.func @merged(%x: memref<1000xf32>, %y: memref<1000xf32>, %a: memref<16xf32>
     }
     gpu.terminator
   } {weft.block_segments = array<i64: 0, 1>}
+  return
+}
+
+// -----
+
+// The bias-gradient epilogue (kGemmBiasGradient) writes the vector too.
+// CHECK-LABEL: module attributes {weft.kernel_report
+// CHECK-SAME:    bias = false, bias_gradient = true, bytes_read = 1024 : i64, bytes_written = 288 : i64, elements = 328 : i64, {{.*}} kind = "gemm"
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func @main(%a: memref<8x16xf32>, %b: memref<16x8xf32>, %c: memref<8x8xf32>, %db: memref<8xf32>) {
+  %ua = memref.cast %a : memref<8x16xf32> to memref<*xf32>
+  %ub = memref.cast %b : memref<16x8xf32> to memref<*xf32>
+  %uc = memref.cast %c : memref<8x8xf32> to memref<*xf32>
+  %udb = memref.cast %db : memref<8xf32> to memref<*xf32>
+  %flags = arith.constant 8 : i64
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %udb, %flags) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   return
 }

@@ -76,6 +76,14 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     function's arena (weft-plan-buffers); without an arena the broadcast
     stays.
 
+    A sum over the rows of a GEMM's `b` into a zero-filled f32 vector
+    after the GEMM (a bias's gradient where `b` is the layer's output
+    gradient and `c` its weight's) is written by the GEMM's epilogue
+    instead (`kGemmBiasGradient`; cuBLASLt's `CUBLASLT_EPILOGUE_BGRADA`):
+    the sum reads `b` as the GEMM does, its body is `acc + x` (or of `x`
+    widened), the GEMM has no batch dims and an f32 `c`, and nothing writes
+    `b` or touches the vector in between. The fill and the sum go.
+
     With `tf32`, an f32 GEMM's flags also carry `kGemmTf32`: the library
     may round its inputs to TF32 (the user allowed it: weftc
     `--allow-tf32`).

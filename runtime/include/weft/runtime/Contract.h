@@ -55,7 +55,7 @@ constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
 /// in bf16): `gemm(a, b, c, bias, flags)`, each matrix (or batch of them)
 /// and the bias an unranked memref, computes c = a * b, plus c under
 /// kGemmAccumulate, plus the bias under kGemmBias, each sum in f32 and c
-/// rounded once. Only c is written.
+/// rounded once. c is written, and the bias under kGemmBiasGradient.
 constexpr unsigned kGemmOperands = 5;
 constexpr unsigned kGemmResultOperand = 2;
 constexpr unsigned kGemmBiasOperand = 3;
@@ -74,6 +74,18 @@ constexpr int64_t kGemmTf32 = 2;
 /// then row-major (its last dim of stride 1). Without it, `bias` is any
 /// memref of c's element type (c itself) and is not read.
 constexpr int64_t kGemmBias = 4;
+/// Instead, `bias` (the same vector) is written with the sums over k of b
+/// (each column of b [k, n] summed in f32: the bias's gradient where b is
+/// the layer's output gradient and c its weight's; cuBLASLt's BGRAD
+/// epilogue), for a GEMM of one matrix (no batch dims), c row-major and f32
+/// (the vector too); not with kGemmBias.
+constexpr int64_t kGemmBiasGradient = 8;
+/// Whether a GEMM with `flags` writes its operand `index`: c, and the bias
+/// under kGemmBiasGradient.
+constexpr bool gemmWrites(int64_t flags, unsigned index) {
+  return index == kGemmResultOperand ||
+         (index == kGemmBiasOperand && (flags & kGemmBiasGradient));
+}
 
 /// Fused attention (weft-attention-to-library), named with the element
 /// type after them (`<prefix>_forward_bf16`, `<prefix>_backward_bf16`;
