@@ -607,14 +607,20 @@ Value elementAt(OpBuilder &b, Location loc, Value row, Value j) {
 
 using RowBody =
     function_ref<Value(OpBuilder &, Location, Value row, Value outRow)>;
+using IndexedRowBody = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, Value index, Value row, Value outRow)>;
 
 /// A kernel over the rows of `x`, where a row is formed by the dims from
 /// `axis` on: an scf.forall over rows whose body makes all of its passes
 /// over one row while that row is in cache, instead of one pass over the
-/// whole tensor per step. `body` gets the input row and the result row
-/// (both 1-D) and returns the written result row, of `resultElement`.
-Value rowKernel(OpBuilder &b, Location loc, Value x, int64_t axis,
-                Type resultElement, RowBody body) {
+/// whole tensor per step. `body` gets the row's index, the input row and
+/// the result row (both 1-D) and returns the written result row, of
+/// `resultElement`, then a value per row of each of `perRowElements`.
+/// Returns the result in `x`'s shape, then each per-row value as a
+/// [rows] tensor.
+SmallVector<Value> rowKernel(OpBuilder &b, Location loc, Value x, int64_t axis,
+                             Type resultElement, ArrayRef<Type> perRowElements,
+                             IndexedRowBody body) {
   RankedTensorType type = typeOf(x);
   int64_t rows = 1, width = 1;
   for (int64_t d = 0; d < type.getRank(); ++d)
@@ -623,27 +629,59 @@ Value rowKernel(OpBuilder &b, Location loc, Value x, int64_t axis,
   auto matrixType = RankedTensorType::get({rows, width}, element);
   auto resultType = matrixType.clone(resultElement);
   Value matrix = reshapeTo(b, loc, x, matrixType);
+  SmallVector<Value> outputs{emptyTensor(b, loc, resultType)};
+  for (Type perRow : perRowElements)
+    outputs.push_back(
+        emptyTensor(b, loc, RankedTensorType::get({rows}, perRow)));
   auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(rows)},
-      ValueRange{emptyTensor(b, loc, resultType)}, std::nullopt);
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(rows)}, outputs,
+      std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forall.getBody());
-  Value shared = forall.getRegionIterArgs()[0];
-  SmallVector<OpFoldResult> offsets{forall.getInductionVar(0),
-                                    b.getIndexAttr(0)};
+  Value index = forall.getInductionVar(0);
+  ValueRange shared = forall.getRegionIterArgs();
+  SmallVector<OpFoldResult> offsets{index, b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(width)};
   SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
   auto rowType = RankedTensorType::get({width}, element);
   Value row = tensor::ExtractSliceOp::create(b, loc, rowType, matrix, offsets,
                                              sizes, strides);
   Value outRow = tensor::ExtractSliceOp::create(
-      b, loc, rowType.clone(resultElement), shared, offsets, sizes, strides);
-  Value written = body(b, loc, row, outRow);
+      b, loc, rowType.clone(resultElement), shared[0], offsets, sizes, strides);
+  SmallVector<Value> written = body(b, loc, index, row, outRow);
+  assert(written.size() == 1 + perRowElements.size() &&
+         "a row kernel's body returns the row and each per-row value");
+  // Each per-row value goes into its own one-element slot of its output.
+  SmallVector<OpFoldResult> slotOffset{index}, one{b.getIndexAttr(1)};
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  for (size_t i = 1; i < written.size(); ++i) {
+    Value slot = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({1}, perRowElements[i - 1]), shared[i],
+        slotOffset, one, one);
+    written[i] =
+        tensor::InsertOp::create(b, loc, written[i], slot, ValueRange{zero});
+  }
   b.setInsertionPointToStart(forall.getTerminator().getBody());
-  tensor::ParallelInsertSliceOp::create(b, loc, written, shared, offsets, sizes,
-                                        strides);
+  tensor::ParallelInsertSliceOp::create(b, loc, written[0], shared[0], offsets,
+                                        sizes, strides);
+  for (size_t i = 1; i < written.size(); ++i)
+    tensor::ParallelInsertSliceOp::create(b, loc, written[i], shared[i],
+                                          slotOffset, one, one);
   b.setInsertionPointAfter(forall);
-  return reshapeTo(b, loc, forall.getResult(0), type.clone(resultElement));
+  SmallVector<Value> results{
+      reshapeTo(b, loc, forall.getResult(0), type.clone(resultElement))};
+  llvm::append_range(results, forall.getResults().drop_front());
+  return results;
+}
+
+/// rowKernel without per-row values, for a body that needs only its row.
+Value rowKernel(OpBuilder &b, Location loc, Value x, int64_t axis,
+                Type resultElement, RowBody body) {
+  return rowKernel(
+      b, loc, x, axis, resultElement, {},
+      [&](OpBuilder &b, Location loc, Value, Value row, Value outRow) {
+        return SmallVector<Value>{body(b, loc, row, outRow)};
+      })[0];
 }
 
 /// Layer norm (centered) or RMS norm over dims axis..rank-1: per row, a pass
@@ -725,39 +763,39 @@ Values lowerRmsNorm(RmsNormOp op, ValueRange operands,
                        op.getType().getElementType()));
 }
 
-/// A norm's input gradient: one generic over the rows whose body makes
-/// the passes over its row (the mean, the variance, then the means of g^
-/// and g^ x^ together) and yields the four per-row values in f32, then one
-/// elementwise generic for the gradient.
+/// A norm's input gradient: one row kernel whose passes over a row find its
+/// mean, its variance, then the means of g^ and g^ x^ together (in f32),
+/// and a last pass writes the gradient (plus the addend) and the row's
+/// statistics.
 Values lowerNormGrad(NormGradOp op, ValueRange operands,
                      ConversionPatternRewriter &b) {
   Location loc = op.getLoc();
-  MLIRContext *ctx = b.getContext();
   RankedTensorType type = op.getInput().getType();
   int64_t axis = op.getAxis(), rows = 1, width = 1;
   for (int64_t d = 0; d < type.getRank(); ++d)
     (d < axis ? rows : width) *= type.getDimSize(d);
   Type element = type.getElementType(), f32 = b.getF32Type();
-  auto matrixType = RankedTensorType::get({rows, width}, element);
-  Value x = reshapeTo(b, loc, operands[0], matrixType);
+  auto matrixOf = [&](Value value) {
+    return reshapeTo(
+        b, loc, value,
+        RankedTensorType::get({rows, width}, typeOf(value).getElementType()));
+  };
   Value scale =
       reshapeTo(b, loc, operands[1], RankedTensorType::get({width}, element));
-  Value g = reshapeTo(b, loc, operands[2], matrixType);
+  Value g = matrixOf(operands[2]);
+  Value addend = operands.size() > 3 ? matrixOf(operands[3]) : Value();
   bool centered = op.getCentered();
   double epsilon = op.getEpsilon().convertToDouble();
-  auto perRow = RankedTensorType::get({rows}, f32);
-  SmallVector<Value> inits;
-  for (int i = 0; i < 4; ++i)
-    inits.push_back(emptyTensor(b, loc, perRow));
-  auto stats = linalg::GenericOp::create(
-      b, loc, SmallVector<Type>(4, perRow), ValueRange{}, inits,
-      SmallVector<AffineMap>(4, AffineMap::getMultiDimIdentityMap(1, ctx)),
-      iterators(1), [&](OpBuilder &b, Location loc, ValueRange) {
-        Value row = linalg::IndexOp::create(b, loc, 0);
+  SmallVector<Value> results = rowKernel(
+      b, loc, operands[0], axis, element, {element, element},
+      [&](OpBuilder &b, Location loc, Value index, Value row, Value outRow) {
+        auto xAt = [&](OpBuilder &b, Location loc, Value j) {
+          return castScalar(b, loc, elementAt(b, loc, row, j), f32);
+        };
         auto at = [&](OpBuilder &b, Location loc, Value matrix, Value j) {
           return castScalar(
               b, loc,
-              tensor::ExtractOp::create(b, loc, matrix, ValueRange{row, j}),
+              tensor::ExtractOp::create(b, loc, matrix, ValueRange{index, j}),
               f32);
         };
         Value zero = scalarConstant(b, loc, f32, 0);
@@ -769,13 +807,12 @@ Values lowerNormGrad(NormGradOp op, ValueRange operands,
               loopOverRow(
                   b, loc, width, {zero},
                   [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
-                    return SmallVector<Value>{
-                        reassociable(arith::AddFOp::create(b, loc, acc[0],
-                                                           at(b, loc, x, j)))};
+                    return SmallVector<Value>{reassociable(
+                        arith::AddFOp::create(b, loc, acc[0], xAt(b, loc, j)))};
                   })[0],
               count);
         auto centeredAt = [&](OpBuilder &b, Location loc, Value j) {
-          return arith::SubFOp::create(b, loc, at(b, loc, x, j), mean);
+          return arith::SubFOp::create(b, loc, xAt(b, loc, j), mean);
         };
         Value squares = loopOverRow(
             b, loc, width, {zero},
@@ -789,61 +826,50 @@ Values lowerNormGrad(NormGradOp op, ValueRange operands,
             arith::AddFOp::create(b, loc,
                                   arith::DivFOp::create(b, loc, squares, count),
                                   scalarConstant(b, loc, f32, epsilon)));
+        auto gHatAt = [&](OpBuilder &b, Location loc, Value j) {
+          return arith::MulFOp::create(
+              b, loc, at(b, loc, g, j),
+              castScalar(b, loc, elementAt(b, loc, scale, j), f32));
+        };
+        auto xHatAt = [&](OpBuilder &b, Location loc, Value j) {
+          return arith::MulFOp::create(b, loc, centeredAt(b, loc, j), inverse);
+        };
         SmallVector<Value> sums = loopOverRow(
             b, loc, width, {zero, zero},
             [&](OpBuilder &b, Location loc, Value j, ValueRange acc) {
-              Value gHat = arith::MulFOp::create(
-                  b, loc, at(b, loc, g, j),
-                  castScalar(b, loc, elementAt(b, loc, scale, j), f32));
-              Value xHat =
-                  arith::MulFOp::create(b, loc, centeredAt(b, loc, j), inverse);
+              Value gHat = gHatAt(b, loc, j);
               return SmallVector<Value>{
                   reassociable(arith::AddFOp::create(b, loc, acc[0], gHat)),
                   reassociable(arith::AddFOp::create(
                       b, loc, acc[1],
-                      arith::MulFOp::create(b, loc, gHat, xHat)))};
+                      arith::MulFOp::create(b, loc, gHat, xHatAt(b, loc, j))))};
             });
         Value gMean = centered
                           ? Value(arith::DivFOp::create(b, loc, sums[0], count))
                           : zero;
         Value gxMean = arith::DivFOp::create(b, loc, sums[1], count);
-        linalg::YieldOp::create(b, loc,
-                                ValueRange{mean, inverse, gMean, gxMean});
-      });
-  auto column = RankedTensorType::get({rows, 1}, f32);
-  SmallVector<Value> perRowValues;
-  for (Value value : stats.getResults())
-    perRowValues.push_back(reshapeTo(b, loc, value, column));
-  // dx = inv (g^ - mean(g^) - x^ mean(g^ x^)), x^ = (x - mean) inv.
-  Value dx = elementwise(
-      b, loc, matrixType,
-      {x, g, scale, perRowValues[0], perRowValues[1], perRowValues[2],
-       perRowValues[3]},
-      [&](OpBuilder &b, Location loc, ValueRange s) {
-        auto wide = [&](Value v) { return castScalar(b, loc, v, f32); };
-        Value inverse = s[4];
-        Value xHat = arith::MulFOp::create(
-            b, loc, arith::SubFOp::create(b, loc, wide(s[0]), s[3]), inverse);
-        Value gHat = arith::MulFOp::create(b, loc, wide(s[1]), wide(s[2]));
-        Value inner = arith::SubFOp::create(
-            b, loc, arith::SubFOp::create(b, loc, gHat, s[5]),
-            arith::MulFOp::create(b, loc, xHat, s[6]));
-        return castScalar(b, loc, arith::MulFOp::create(b, loc, inverse, inner),
-                          element);
+        // dx = inv (g^ - mean(g^) - x^ mean(g^ x^)).
+        Value written = loopOverRow(
+            b, loc, width, {outRow},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange out) {
+              Value inner = arith::SubFOp::create(
+                  b, loc,
+                  arith::SubFOp::create(b, loc, gHatAt(b, loc, j), gMean),
+                  arith::MulFOp::create(b, loc, xHatAt(b, loc, j), gxMean));
+              Value dx = arith::MulFOp::create(b, loc, inverse, inner);
+              if (addend)
+                dx = arith::AddFOp::create(b, loc, dx, at(b, loc, addend, j));
+              return SmallVector<Value>{tensor::InsertOp::create(
+                  b, loc, castScalar(b, loc, dx, element), out[0],
+                  ValueRange{j})};
+            })[0];
+        return SmallVector<Value>{written, castScalar(b, loc, mean, element),
+                                  castScalar(b, loc, inverse, element)};
       });
   RankedTensorType statsType = op.getMean().getType();
-  auto statsOf = [&](Value value) {
-    Value shaped = reshapeTo(b, loc, value, statsType.clone(f32));
-    if (element == f32)
-      return shaped;
-    return elementwise(b, loc, statsType, {shaped},
-                       [&](OpBuilder &b, Location loc, ValueRange s) {
-                         return castScalar(b, loc, s[0], element);
-                       });
-  };
-  return SmallVector<Value>{reshapeTo(b, loc, dx, type),
-                            statsOf(stats.getResult(0)),
-                            statsOf(stats.getResult(1))};
+  return SmallVector<Value>{results[0],
+                            reshapeTo(b, loc, results[1], statsType),
+                            reshapeTo(b, loc, results[2], statsType)};
 }
 
 /// softmax or log_softmax over rows (the last dim): per row, a pass for the

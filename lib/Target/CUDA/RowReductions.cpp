@@ -428,7 +428,8 @@ std::optional<SmallVector<Operation *>> columnReductions(scf::ForOp loop) {
 /// Whether `forall` is a row kernel (convert-weft-to-linalg's rowKernel,
 /// bufferized): one loop over rows whose body makes passes over the row's
 /// columns (scf.for loops, each writing only its own column and carrying
-/// only reductions) between pure computations on their results.
+/// only reductions) between pure computations on their results and stores
+/// of per-row values.
 bool isRowKernel(scf::ForallOp forall) {
   if (forall.getRank() != 1 || forall.getNumResults() != 0)
     return false;
@@ -438,6 +439,8 @@ bool isRowKernel(scf::ForallOp forall) {
         return false;
       continue;
     }
+    if (isa<memref::StoreOp>(op))
+      continue;
     // Reads are fine: every thread reads the same value.
     auto effects = dyn_cast<MemoryEffectOpInterface>(&op);
     if (op.getNumRegions() || !effects ||
@@ -514,7 +517,8 @@ int64_t threadsForColumns(Loops loops, int64_t threadsPerBlock) {
 /// Replaces a row kernel by a launch with one block per row: each column
 /// loop's threads stride over the columns, and each reduction it carries is
 /// combined over the block (reduceBlock), so that every thread goes on with
-/// the row's total. A barrier separates consecutive passes.
+/// the row's total. A barrier separates consecutive passes. Every thread
+/// holds a per-row value; thread 0 stores it.
 void launchRowKernel(scf::ForallOp forall, int64_t threadsPerBlock) {
   threadsPerBlock = threadsForColumns(forall.getBody()->getOps<scf::ForOp>(),
                                       threadsPerBlock);
@@ -553,6 +557,12 @@ void launchRowKernel(scf::ForallOp forall, int64_t threadsPerBlock) {
   bool afterPass = false;
   for (Operation &op : forall.getBody()->without_terminator()) {
     auto loop = dyn_cast<scf::ForOp>(op);
+    if (isa<memref::StoreOp>(op)) {
+      OpBuilder::InsertionGuard store(b);
+      enterThreadZero(b, loc, thread);
+      b.clone(op, mapping);
+      continue;
+    }
     if (!loop) {
       b.clone(op, mapping);
       continue;

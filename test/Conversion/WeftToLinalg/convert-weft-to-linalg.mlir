@@ -223,23 +223,46 @@ func.func @bf16_sum(%x: tensor<8x4xbf16>) -> tensor<4xbf16> {
 
 // -----
 
-// A norm's gradient: one generic over the rows whose body makes three
-// passes over the row (the mean, the variance, the means of g^ and g^ x^
-// together) and yields four per-row values, then one elementwise generic.
+// A norm's input gradient is one row kernel: passes over the row for the
+// mean, the variance and the means of g^ and g^ x^ together, then one that
+// writes the gradient; the row's statistics go out as per-row values.
 // CHECK-LABEL: func.func @norm_grad
-// CHECK:       %[[STATS:.*]]:4 = linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}} outs(
-// CHECK:         linalg.index 0
+// CHECK:       scf.forall {{.*}} shared_outs({{.*}}) -> (tensor<6x8xf32>, tensor<6xf32>, tensor<6xf32>)
 // CHECK:         scf.for
 // CHECK:         scf.for
 // CHECK:         math.rsqrt
 // CHECK:         scf.for {{.*}} -> (f32, f32)
-// CHECK:         linalg.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32, f32, f32, f32
-// CHECK:       linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
-// CHECK-NOT:     scf.for
-// CHECK:         linalg.yield
+// CHECK:         scf.for {{.*}} -> (tensor<8xf32>)
+// CHECK:           tensor.insert
+// CHECK:         tensor.insert %{{.*}} into %{{.*}} : tensor<1xf32>
+// CHECK:         tensor.insert %{{.*}} into %{{.*}} : tensor<1xf32>
+// CHECK:         scf.forall.in_parallel
 // CHECK-NOT:   linalg.generic
 func.func @norm_grad(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) {
   %dx, %mean, %inv = weft.norm_grad %x, %g, %dy <{axis = 2 : i64, centered, epsilon = 1.0e-05 : f64}> : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x1xf32>
+  return %dx, %mean, %inv : tensor<2x3x8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>
+}
+
+// -----
+
+// A bf16 result gradient is widened as it is read; the addend is added as
+// the gradient is written.
+// CHECK-LABEL: func.func @norm_grad_narrow_add
+// CHECK-SAME:    %[[DY:[a-z0-9]+]]: tensor<2x3x8xbf16>, %[[R:[a-z0-9]+]]: tensor<2x3x8xf32>
+// CHECK-DAG:   %[[DYM:.*]] = tensor.expand_shape {{.*}} into tensor<6x8xbf16>
+// CHECK-DAG:   %[[RM:.*]] = tensor.expand_shape {{.*}} into tensor<6x8xf32>
+// CHECK:       scf.forall
+// CHECK:         scf.for {{.*}} -> (tensor<8xf32>)
+// CHECK:           tensor.extract %[[DYM]]
+// CHECK-NEXT:      arith.extf %{{.*}} : bf16 to f32
+// CHECK-NEXT:      arith.mulf
+// CHECK-NEXT:      arith.subf
+// CHECK-NEXT:      arith.subf
+// CHECK-NEXT:      %[[DX:.*]] = arith.mulf
+// CHECK-NEXT:      %[[ADDEND:.*]] = tensor.extract %[[RM]]
+// CHECK-NEXT:      arith.addf %[[DX]], %[[ADDEND]] : f32
+func.func @norm_grad_narrow_add(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x3x8xbf16>, %r: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) {
+  %dx, %mean, %inv = weft.norm_grad %x, %g, %dy add %r <{axis = 2 : i64, centered, epsilon = 1.0e-05 : f64}> : tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xbf16> -> tensor<2x3x1xf32>
   return %dx, %mean, %inv : tensor<2x3x8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>
 }
 

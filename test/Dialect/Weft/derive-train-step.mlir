@@ -194,16 +194,37 @@ func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5
 // -----
 
 // At bf16 a norm read only by contractions rounds its own result to bf16
-// (no f32 copy to cast), and its backward takes the adjoint widened back.
+// (no f32 copy to cast), and its backward reads the bf16 adjoint, widening
+// it as it reads; the scale's gradient takes it widened.
 // BF16-LABEL: func.func @train_step
 // BF16: %[[N:.*]] = weft.layer_norm %{{.*}}, %arg2 {axis = 2 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x3x4xf32>, tensor<4xf32> -> tensor<2x3x4xbf16>
 // BF16-NOT: weft.cast %[[N]]
 // BF16: weft.linear %[[N]], %{{.*}} : tensor<2x3x4xbf16>, tensor<4x5xbf16>
-// BF16: %[[G:.*]] = weft.cast %{{.*}} : tensor<2x3x4xbf16> to tensor<2x3x4xf32>
-// BF16: weft.norm_grad %{{.*}}, %arg2, %[[G]] <{axis = 2 : i64, centered
+// BF16: %[[DX:.*]], %[[MEAN:.*]], %{{.*}} = weft.norm_grad %{{.*}}, %arg2, %[[G:.*]] <{axis = 2 : i64, centered, epsilon = 1.000000e-05 : f64}> : tensor<2x3x4xf32>, tensor<4xf32>, tensor<2x3x4xbf16> -> tensor<2x3x1xf32>
+// BF16: %[[WIDE:.*]] = weft.cast %[[G]] : tensor<2x3x4xbf16> to tensor<2x3x4xf32>
+// BF16: weft.sub %{{.*}}, %[[MEAN]]
+// BF16: weft.mul %[[WIDE]], %{{.*}} : tensor<2x3x4xf32>
 func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5x4xf32> {weft.param = "emb"}, %g: tensor<4xf32> {weft.param = "ln"}, %w: tensor<4x5xf32> {weft.param = "w"}) -> tensor<2x3x5xf32> {
   %x = weft.gather %emb, %ids <{axis = 0}> : tensor<5x4xf32>, tensor<2x3xi64>
   %n = weft.layer_norm %x, %g {axis = 2, epsilon = 1.0e-05 : f64} : tensor<2x3x4xf32>, tensor<4xf32>
   %logits = weft.linear %n, %w : tensor<2x3x4xf32>, tensor<4x5xf32>
+  return %logits : tensor<2x3x5xf32>
+}
+
+// -----
+
+// The residual stream's gradient meets the norm's inside the norm's
+// gradient, added as its rows are written: no add of the two.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[DX:.*]], %{{.*}}, %{{.*}} = weft.norm_grad %{{.*}}, %arg2, %{{.*}} add %[[RESIDUAL:.*]] <{axis = 2 : i64, centered
+// CHECK-NOT: weft.add %[[DX]]
+// CHECK-NOT: weft.add %[[RESIDUAL]], %[[DX]]
+// CHECK: return
+func.func @main(%ids: tensor<2x3xi64> {weft.input = "input_ids"}, %emb: tensor<5x4xf32> {weft.param = "emb"}, %g: tensor<4xf32> {weft.param = "ln"}, %w: tensor<4x4xf32> {weft.param = "w"}, %head: tensor<4x5xf32> {weft.param = "head"}) -> tensor<2x3x5xf32> {
+  %x = weft.gather %emb, %ids <{axis = 0}> : tensor<5x4xf32>, tensor<2x3xi64>
+  %n = weft.layer_norm %x, %g {axis = 2, epsilon = 1.0e-05 : f64} : tensor<2x3x4xf32>, tensor<4xf32>
+  %h = weft.linear %n, %w : tensor<2x3x4xf32>, tensor<4x4xf32>
+  %r = weft.add %x, %h : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  %logits = weft.linear %r, %head : tensor<2x3x4xf32>, tensor<4x5xf32>
   return %logits : tensor<2x3x5xf32>
 }

@@ -560,6 +560,23 @@ func.func @norm_grad_stats(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) {
 
 // -----
 
+func.func @norm_grad_wider_gradient(%x: tensor<2x16x64xbf16>, %g: tensor<64xbf16>, %dy: tensor<2x16x64xf32>) {
+  // expected-error @+1 {{'weft.norm_grad' op result_grad 'tensor<2x16x64xf32>' must have the input's shape 'tensor<2x16x64xbf16>' and its element type or a narrower float}}
+  %0:3 = weft.norm_grad %x, %g, %dy <{axis = 2 : i64, epsilon = 1.0e-05 : f64}> : tensor<2x16x64xbf16>, tensor<64xbf16>, tensor<2x16x64xf32> -> tensor<2x16x1xbf16>
+  return
+}
+
+// -----
+
+// expected-note @+1 {{prior use here}}
+func.func @norm_grad_addend(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %r: tensor<2x16x64xbf16>) {
+  // expected-error @+1 {{use of value '%r' expects different type than prior uses: 'tensor<2x16x64xf32>' vs 'tensor<2x16x64xbf16>'}}
+  %0:3 = weft.norm_grad %x, %g, %x add %r <{axis = 2 : i64, epsilon = 1.0e-05 : f64}> : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x1xf32>
+  return
+}
+
+// -----
+
 func.func @norm_grad_scale(%x: tensor<2x16x64xf32>, %g: tensor<32xf32>) {
   // expected-error @+1 {{'weft.norm_grad' op scale must have the normalized shape [64], got [32]}}
   %0:3 = weft.norm_grad %x, %g, %x <{axis = 2 : i64, epsilon = 1.0e-05 : f64}> : tensor<2x16x64xf32>, tensor<32xf32> -> tensor<2x16x1xf32>

@@ -229,6 +229,15 @@ func.func @norm_grad(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %dy: tensor<2x
   return %dx, %inv, %rx : tensor<2x16x64xf32>, tensor<2x16x1xf32>, tensor<2x16x64xf32>
 }
 
+// A norm's gradient may read a narrower result gradient and add an addend.
+// CHECK-LABEL: func.func @norm_grad_narrow_add
+func.func @norm_grad_narrow_add(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %dy: tensor<2x16x64xbf16>, %r: tensor<2x16x64xf32>)
+    -> tensor<2x16x64xf32> {
+  // CHECK: weft.norm_grad %{{.*}}, %{{.*}}, %{{.*}} add %{{.*}} <{axis = 2 : i64, centered, epsilon = 1.000000e-05 : f64}> : tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x64xbf16> -> tensor<2x16x1xf32>
+  %dx, %mean, %inv = weft.norm_grad %x, %g, %dy add %r <{axis = 2 : i64, centered, epsilon = 1.0e-05 : f64}> : tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x64xbf16> -> tensor<2x16x1xf32>
+  return %dx : tensor<2x16x64xf32>
+}
+
 // A norm may round its result to a narrower float as it writes it.
 // CHECK-LABEL: func.func @narrow_norms
 func.func @narrow_norms(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>) -> (tensor<2x16x64xbf16>, tensor<2x16x64xbf16>) {

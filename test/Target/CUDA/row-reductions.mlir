@@ -220,6 +220,48 @@ func.func @softmax_rows(%x: memref<4x32xf32>, %y: memref<4x32xf32>) {
 
 // -----
 
+// A row kernel that also writes a value per row (a norm's gradient writes
+// each row's mean): every thread holds the row's total, thread 0 stores it.
+// CHECK-LABEL: func.func @per_row_value
+// CHECK:         gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in ({{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in
+// CHECK:           %[[MEAN:.*]] = arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK:             arith.subf %{{.*}}, %[[MEAN]]
+// CHECK:             memref.store
+// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[T]], %{{.*}} : index
+// CHECK:           scf.if %[[FIRST]] {
+// CHECK:             memref.store %[[MEAN]], %arg2[%{{.*}}] : memref<4xf32>
+// CHECK:           }
+// CHECK:           gpu.terminator
+// CHECK-NOT:     scf.forall
+func.func @per_row_value(%x: memref<4x32xf32>, %y: memref<4x32xf32>, %means: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %count = arith.constant 32.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  scf.forall (%r) in (4) {
+    %in = memref.subview %x[%r, 0] [1, 32] [1, 1] : memref<4x32xf32> to memref<32xf32, strided<[1], offset: ?>>
+    %out = memref.subview %y[%r, 0] [1, 32] [1, 1] : memref<4x32xf32> to memref<32xf32, strided<[1], offset: ?>>
+    %sum = scf.for %j = %c0 to %c32 step %c1 iter_args(%s = %zero) -> (f32) {
+      %v = memref.load %in[%j] : memref<32xf32, strided<[1], offset: ?>>
+      %n = arith.addf %s, %v fastmath<reassoc,contract> : f32
+      scf.yield %n : f32
+    }
+    %mean = arith.divf %sum, %count : f32
+    scf.for %j = %c0 to %c32 step %c1 {
+      %v = memref.load %in[%j] : memref<32xf32, strided<[1], offset: ?>>
+      %d = arith.subf %v, %mean : f32
+      memref.store %d, %out[%j] : memref<32xf32, strided<[1], offset: ?>>
+    }
+    memref.store %mean, %means[%r] : memref<4xf32>
+  }
+  return
+}
+
+// -----
+
 // A row generic of convert-weft-to-linalg (the cross-entropy, bufferized):
 // one block per position, of 64 threads (the row's 64 classes); each pass
 // strides over the classes and reduces over the block, the label's logit is

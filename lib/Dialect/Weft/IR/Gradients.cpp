@@ -150,18 +150,18 @@ LogicalResult normRule(OpBuilder &builder, Operation *op, Value g, int64_t axis,
   Adjoints a(builder, op, grads);
   Value x = op->getOperand(0), scale = op->getOperand(1);
   RankedTensorType type = tensorTypeOf(x);
-  // A norm that rounds its result to a narrower type passes the adjoint
-  // through that rounding unchanged.
-  if (tensorTypeOf(g) != type)
-    g = CastOp::create(a.b, a.loc, type, g);
   SmallVector<int64_t> rowShape(type.getShape());
   for (int64_t d = axis; d < type.getRank(); ++d)
     rowShape[d] = 1;
   auto stats = type.clone(rowShape);
-  auto normGrad = NormGradOp::create(a.b, a.loc, TypeRange{type, stats, stats},
-                                     x, scale, g, a.b.getI64IntegerAttr(axis),
-                                     a.b.getF64FloatAttr(epsilon),
-                                     centered ? a.b.getUnitAttr() : UnitAttr());
+  // The adjoint of a norm that rounds its result to a narrower type passes
+  // through that rounding unchanged; norm_grad widens it as it reads.
+  auto normGrad = NormGradOp::create(
+      a.b, a.loc, TypeRange{type, stats, stats}, x, scale, g, Value(),
+      a.b.getI64IntegerAttr(axis), a.b.getF64FloatAttr(epsilon),
+      centered ? a.b.getUnitAttr() : UnitAttr());
+  if (tensorTypeOf(g) != type)
+    g = CastOp::create(a.b, a.loc, type, g);
   grads[0] = normGrad.getInputGrad();
   SmallVector<int64_t> rows = llvm::to_vector(llvm::seq<int64_t>(0, axis));
   Value centeredX = centered ? a.sub(x, normGrad.getMean()) : x;

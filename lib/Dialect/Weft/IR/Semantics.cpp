@@ -758,6 +758,7 @@ LogicalResult LayerNormOp::evaluate(ArrayRef<const HostTensor *> in,
 LogicalResult NormGradOp::evaluate(ArrayRef<const HostTensor *> in,
                                    Results &results) {
   const HostTensor &x = *in[0], &scale = *in[1], &g = *in[2];
+  const HostTensor *addend = getAddend() ? in[3] : nullptr;
   int64_t axis = getAxis(), inner = 1;
   for (size_t d = axis; d < x.shape.size(); ++d)
     inner *= x.shape[d];
@@ -789,8 +790,10 @@ LogicalResult NormGradOp::evaluate(ArrayRef<const HostTensor *> in,
     gMean = getCentered() ? gMean / inner : 0.0;
     gxMean /= inner;
     for (int64_t j = 0; j < inner; ++j)
-      dx.floats[row * inner + j] = inv * (dy[j] * scale.floats[j] - gMean -
-                                          (in[j] - mean) * inv * gxMean);
+      dx.floats[row * inner + j] =
+          inv * (dy[j] * scale.floats[j] - gMean -
+                 (in[j] - mean) * inv * gxMean) +
+          (addend ? addend->floats[row * inner + j] : 0.0);
     means.floats[row] = mean;
     invStds.floats[row] = inv;
   }

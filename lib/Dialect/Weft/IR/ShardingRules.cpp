@@ -353,9 +353,9 @@ OpShardingRule SoftmaxCrossEntropyGradOp::getShardingRule() {
   return crossEntropyRule(*this);
 }
 
-/// Rows parallel in the input, its gradient and the per-row statistics;
-/// the normalized dims whole (in the statistics, where they are 1, each a
-/// whole factor of its own).
+/// Rows parallel in the input, its gradients (and the addend) and the
+/// per-row statistics; the normalized dims whole (in the statistics, where
+/// they are 1, each a whole factor of its own).
 OpShardingRule NormGradOp::getShardingRule() {
   OpShardingRule rule = emptyRule(*this);
   int64_t axis = getAxis(), rank = rankOf(getInput());
@@ -365,6 +365,8 @@ OpShardingRule NormGradOp::getShardingRule() {
         rule.addFactor(row ? FactorKind::Parallel : FactorKind::Whole);
     rule.operandFactors[0][d] = factor;
     rule.operandFactors[2][d] = factor;
+    if (getAddend())
+      rule.operandFactors[3][d] = factor;
     rule.resultFactors[0][d] = factor;
     if (row) {
       rule.resultFactors[1][d] = factor;

@@ -683,6 +683,22 @@ static void printNarrowResult(OpAsmPrinter &printer, Operation *, Type input,
     printer << " -> " << result;
 }
 
+/// `, type` after the input's type where an operand's type is not the
+/// input's (a narrower gradient).
+static ParseResult parseNarrowOperand(OpAsmParser &parser, Type input,
+                                      Type &operand) {
+  operand = input;
+  if (failed(parser.parseOptionalComma()))
+    return success();
+  return parser.parseType(operand);
+}
+
+static void printNarrowOperand(OpAsmPrinter &printer, Operation *, Type input,
+                               Type operand) {
+  if (operand != input)
+    printer << ", " << operand;
+}
+
 template <typename OpTy>
 static LogicalResult verifyNormCommon(OpTy op) {
   auto input = rankedType(op.getInput());
@@ -695,16 +711,17 @@ static LogicalResult verifyNormCommon(OpTy op) {
   return verifyNormParam(op, input, axis, op.getScale(), "scale");
 }
 
-/// The result of a norm: the input's shape, and its element type or a
-/// narrower float.
+/// The result of a norm (or its gradient's `result_grad`): the input's
+/// shape, and its element type or a narrower float.
 static LogicalResult verifyNormResult(Operation *op, RankedTensorType input,
-                                      RankedTensorType result) {
+                                      RankedTensorType result,
+                                      StringRef what = "result") {
   auto from = dyn_cast<FloatType>(input.getElementType());
   auto to = dyn_cast<FloatType>(result.getElementType());
   if (result.getShape() != input.getShape() || !from || !to ||
       to.getWidth() > from.getWidth())
-    return op->emitOpError("result ")
-           << result << " must have the input's shape " << input
+    return op->emitOpError(what)
+           << " " << result << " must have the input's shape " << input
            << " and its element type or a narrower float";
   return success();
 }
@@ -728,9 +745,11 @@ LogicalResult RmsNormOp::verify() {
 }
 
 LogicalResult NormGradOp::verify() {
-  if (failed(verifyNormCommon(*this)))
-    return failure();
   auto input = rankedType(getInput());
+  if (failed(verifyNormCommon(*this)) ||
+      failed(verifyNormResult(*this, input, rankedType(getResultGrad()),
+                              "result_grad")))
+    return failure();
   SmallVector<int64_t> rows(input.getShape());
   for (int64_t d = getAxis(); d < input.getRank(); ++d)
     rows[d] = 1;

@@ -42,6 +42,19 @@ LogicalResult buildOperandAdjoints(OpBuilder &builder, Operation *op,
   return success();
 }
 
+/// `sum + contribution`, two adjoints of one value. A norm's input gradient
+/// just built adds `sum` as it writes its rows (the residual stream's
+/// gradient meets the norm's there), instead of another pass over both.
+Value accumulate(OpBuilder &b, Location loc, Value sum, Value contribution) {
+  auto norm = contribution.getDefiningOp<NormGradOp>();
+  if (norm && contribution == norm.getInputGrad() && !norm.getAddend() &&
+      contribution.use_empty() && sum.getType() == contribution.getType()) {
+    norm.getAddendMutable().assign(sum);
+    return contribution;
+  }
+  return AddOp::create(b, loc, sum, contribution);
+}
+
 } // namespace
 
 FailureOr<func::FuncOp> weft::buildGradientFunction(func::FuncOp func,
@@ -108,8 +121,8 @@ FailureOr<func::FuncOp> weft::buildGradientFunction(func::FuncOp func,
       if (!operandGrad || !isVaried(operand))
         continue;
       Value &slot = adjoint[operand];
-      slot = slot ? Value(AddOp::create(b, op->getLoc(), slot, operandGrad))
-                  : operandGrad;
+      slot =
+          slot ? accumulate(b, op->getLoc(), slot, operandGrad) : operandGrad;
     }
   }
 

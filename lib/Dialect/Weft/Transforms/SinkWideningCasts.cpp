@@ -6,7 +6,8 @@
 // concatenation). Moving the widening cast below that data movement lets it
 // meet the narrowing cast and vanish: the copies move bf16, and no f32 copy
 // of the head views is ever made. A widened value several ops read is
-// widened in each of them instead of being stored in f32.
+// widened in each of them instead of being stored in f32, a norm's gradient
+// included.
 //
 //===----------------------------------------------------------------------===//
 
@@ -149,12 +150,28 @@ struct CancelRoundTrip : public OpRewritePattern<CastOp> {
   }
 };
 
+/// A norm's gradient reads a widened result gradient narrow: it widens
+/// each element as its row kernel reads it.
+struct NormGradReadsNarrow : public OpRewritePattern<NormGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(NormGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto widening = op.getResultGrad().getDefiningOp<CastOp>();
+    if (!widening || !isExactWidening(widening))
+      return failure();
+    rewriter.modifyOpInPlace(
+        op, [&] { op.getResultGradMutable().assign(widening.getInput()); });
+    return success();
+  }
+};
+
 struct WeftSinkWideningCastsPass
     : public weft::impl::WeftSinkWideningCastsBase<WeftSinkWideningCastsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<WideningCastPerReader, SinkBelowDataMovement, CancelRoundTrip>(
-        &getContext());
+    patterns.add<WideningCastPerReader, SinkBelowDataMovement, CancelRoundTrip,
+                 NormGradReadsNarrow>(&getContext());
     // Only these rewrites: folding every op on the way would change more
     // than the casts.
     GreedyRewriteConfig config;

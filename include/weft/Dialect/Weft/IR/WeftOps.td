@@ -519,8 +519,10 @@ def Weft_RmsNormOp : Weft_Op<"rms_norm",
 }
 
 def Weft_NormGradOp : Weft_Op<"norm_grad",
-    [Pure, AllTypesMatch<["input", "result_grad", "input_grad"]>,
-     AllTypesMatch<["mean", "inv_std"]>]> {
+    [Pure, AllTypesMatch<["input", "input_grad"]>,
+     AllTypesMatch<["mean", "inv_std"]>,
+     OptionalTypesMatchWith<"addend has the input's type", "input", "addend",
+                    "$_self">]> {
   let summary = "The input gradient of weft.layer_norm or weft.rms_norm";
   let description = [{
     For a norm over the dims `axis..rank-1` (`centered`: `weft.layer_norm`,
@@ -530,25 +532,39 @@ def Weft_NormGradOp : Weft_Op<"norm_grad",
     mean(g^ * x^))`, without the `mean(g^)` term when not centered. It also
     returns each row's `mean` and `inv_std` (the normalized dims kept, as
     1), from which the scale's gradient `sum(result_grad * x^)` and the
-    bias's `sum(result_grad)` over the rows follow. Each row's statistics
-    and both of its means are one pass set over the row, and the gradient
-    one elementwise pass, where the decomposition took a reduction or an
-    elementwise kernel for each.
+    bias's `sum(result_grad)` over the rows follow.
+
+    `result_grad` may be of a narrower float type than the input (the bf16
+    gradient of a bf16 GEMM): it is widened as it is read. With `add`,
+    `addend` (the gradient that reaches the norm's input by another path:
+    the residual stream's) is added to `input_grad` as it is written.
+
+    The statistics, both means and the gradient are one row kernel: a
+    pass set over each row while it is in cache, then the row written,
+    where the decomposition took a reduction or an elementwise kernel for
+    each and stored the sum with the residual's gradient apart.
 
     ```mlir
     %dx, %mean, %inv_std = weft.norm_grad %x, %gamma, %dy
         <{axis = 2 : i64, centered, epsilon = 1.000000e-05 : f64}>
         : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x1xf32>
+    %dx2, %mean2, %inv_std2 = weft.norm_grad %x, %gamma, %dy_bf16 add %dr
+        <{axis = 2 : i64, centered, epsilon = 1.000000e-05 : f64}>
+        : tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x64xbf16>
+        -> tensor<2x16x1xf32>
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
-                       Weft_FloatTensor:$result_grad, I64Attr:$axis,
+                       Weft_FloatTensor:$result_grad,
+                       Optional<Weft_FloatTensor>:$addend, I64Attr:$axis,
                        F64Attr:$epsilon, UnitAttr:$centered);
   let results = (outs Weft_FloatTensor:$input_grad, Weft_FloatTensor:$mean,
                       Weft_FloatTensor:$inv_std);
   let assemblyFormat = [{
-    $input `,` $scale `,` $result_grad prop-dict attr-dict `:` type($input)
-    `,` type($scale) `->` type($mean)
+    $input `,` $scale `,` $result_grad (`add` $addend^)? prop-dict attr-dict
+    `:` type($input) `,` type($scale)
+    `` custom<NarrowOperand>(ref(type($input)), type($result_grad))
+    `->` type($mean)
   }];
   let hasVerifier = 1;
 }

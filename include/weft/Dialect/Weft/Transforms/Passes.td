@@ -244,7 +244,8 @@ def WeftSinkWideningCasts : Pass<"weft-sink-widening-casts"> {
     ops read gets a cast of its own in each reader that can widen as it
     reads (elementwise work, reductions, data movement), so that the f32
     copy is not stored (the MLP's pre-activation, read by GELU and by its
-    gradient); a reader that cannot (a norm's row kernel) keeps the
+    gradient), a norm's gradient reads the narrow value itself (its row
+    kernel widens as it reads), and a reader that cannot widen keeps the
     original.
 
     ```mlir
