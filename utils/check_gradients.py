@@ -32,6 +32,8 @@ def main():
     parser.add_argument("--seq", type=int, default=32)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--rtol", type=float, default=1e-4)
+    parser.add_argument("--precision", default="f32",
+                        help="weftc --precision (the reference stays f32)")
     args = parser.parse_args()
     here = pathlib.Path(__file__).parent
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,7 +56,8 @@ def main():
         np.save(work / "ids.npy", ids)
         np.save(work / "labels.npy", labels)
         exe = work / "grads"
-        subprocess.run([args.weftc, str(model), "--program=gradients", "-o", str(exe)],
+        subprocess.run([args.weftc, str(model), "--program=gradients",
+                        "--precision", args.precision, "-o", str(exe)],
                        check=True)
         outputs = ["loss"] + [f"grad:{name}" for name in params]
         results = run_executable([str(exe)], {"input_ids": ids, "labels": labels},

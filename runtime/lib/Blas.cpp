@@ -248,18 +248,14 @@ bool addBias(const View &c, int64_t rank, int64_t flags, BiasAt biasAt) {
   return true;
 }
 
-/// Under kGemmBiasGradient, the bias vector written with the sums over k
-/// of b [k, n] (one matrix), in f32.
-void sumColumns(int64_t flags, const View &b, int64_t rank, void *descBias) {
-  if (!(flags & weft::runtime::kGemmBiasGradient))
-    return;
+/// The sums over k of b [k, n] (one matrix), in f32, into `out` (n
+/// floats): a GEMM's bias gradient (kGemmBiasGradient).
+void sumColumns(const View &b, int64_t rank, float *out) {
   if (rank != 2) {
     fprintf(stderr, "error: a GEMM's bias gradient needs one matrix, not a "
                     "batch\n");
     std::_Exit(1);
   }
-  View bias = viewOf(1, descBias);
-  float *out = bias.aligned + bias.offset;
   int64_t k = b.sizes[0], n = b.sizes[1];
   // Columns in tiles of 64, rows in order: a row-major b is read along its
   // rows.
@@ -275,7 +271,7 @@ void sumColumns(int64_t flags, const View &b, int64_t rank, void *descBias) {
 }
 
 /// The bias vector's elements (weft/runtime/Contract.h: contiguous).
-const float *biasOf(void *descriptor) {
+float *biasOf(void *descriptor) {
   View bias = viewOf(1, descriptor);
   return bias.aligned + bias.offset;
 }
@@ -293,7 +289,8 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC, int64_t,
                               void *descBias, int64_t flags) {
   View c = viewOf(rankC, descC);
-  sumColumns(flags, viewOf(rankB, descB), rankB, descBias);
+  if (flags & weft::runtime::kGemmBiasGradient)
+    sumColumns(viewOf(rankB, descB), rankB, biasOf(descBias));
   bool accumulate =
       addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
   if (flags & weft::runtime::kGemmTf32) {
@@ -311,7 +308,8 @@ extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                void *descBias, int64_t flags) {
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
   View c = viewOf(rankC, descC);
-  sumColumns(flags, b.view, rankB, descBias);
+  if (flags & weft::runtime::kGemmBiasGradient)
+    sumColumns(b.view, rankB, biasOf(descBias));
   bool accumulate =
       addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
   gemm(a.view, b.view, c, rankC, accumulate);
@@ -320,15 +318,20 @@ extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
 /// bf16 inputs accumulated in f32 and rounded once into a bf16 c (a GEMM
 /// that writes its inputs' type, as cuBLAS does with a bf16 c): c widened
 /// where the product adds to it (else only allocated), the bf16 bias
-/// widened onto it, the f32 GEMM, then c rounded.
+/// widened onto it, the f32 GEMM, then c rounded; a bias gradient summed
+/// in f32 and rounded.
 extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
                                     int64_t, void *descBias, int64_t flags) {
-  if (flags & weft::runtime::kGemmBiasGradient) {
-    fprintf(stderr, "error: a bias gradient needs an f32 c (Contract.h)\n");
-    std::_Exit(1);
-  }
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
+  if (flags & weft::runtime::kGemmBiasGradient) {
+    std::vector<float> sums(size_t(b.view.sizes[rankB - 1]));
+    sumColumns(b.view, rankB, sums.data());
+    View bias = viewOf(1, descBias);
+    auto *bits = reinterpret_cast<uint16_t *>(bias.aligned) + bias.offset;
+    for (size_t j = 0; j < sums.size(); ++j)
+      bits[j] = weft::runtime::floatToBf16(sums[j]);
+  }
   Widened c = widen(rankC, descC,
                     /*read=*/flags & weft::runtime::kGemmAccumulate);
   bool accumulate = addBias(c.view, rankC, flags, [&](int64_t j) {

@@ -685,8 +685,7 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
   if (biased || gradient) {
     View bias = weft::runtime::viewOf(1, descBias);
     if (!swap || bias.sizes[0] != n || bias.strides[0] != 1 ||
-        (biased && gradient) ||
-        (gradient && (rankC != 2 || m == 0 || outputBytes != 4))) {
+        (biased && gradient) || (gradient && (rankC != 2 || m == 0))) {
       fprintf(stderr, "error: CUDA: a GEMM's bias (or bias gradient) is not "
                       "a contiguous vector as long as the rows of its one "
                       "row-major c\n");

@@ -339,6 +339,39 @@ TEST(Gemm, BiasGradientSumsColumnsOfB) {
   }
 }
 
+/// A bf16 c's bias gradient: each column of b summed in f32 and rounded
+/// once to bf16, the vector's type (c's).
+TEST(Gemm, Bf16BiasGradientRoundedOnce) {
+  std::mt19937 rng(19);
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> a(3 * 40), b(40 * 16), c(3 * 16), sums(16, 0x7fc0);
+  for (auto *v : {&a, &b})
+    for (uint16_t &x : *v)
+      x = truncateToBf16(normal(rng));
+  auto bits = [](std::vector<uint16_t> &v) {
+    return reinterpret_cast<float *>(v.data());
+  };
+  Descriptor<2> da{bits(a), bits(a), 0, {3, 40}, {40, 1}};
+  Descriptor<2> db{bits(b), bits(b), 0, {40, 16}, {16, 1}};
+  Descriptor<2> dc{bits(c), bits(c), 0, {3, 16}, {16, 1}};
+  Descriptor<1> dsums{bits(sums), bits(sums), 0, {16}, {1}};
+  Unranked ua{2, &da}, ub{2, &db}, uc{2, &dc}, usums{1, &dsums};
+  weft_gemm_bf16_bf16(2, ua.descriptor, 2, ub.descriptor, 2, uc.descriptor, 1,
+                      usums.descriptor, kGemmBiasGradient);
+  for (int64_t j = 0; j < 16; ++j) {
+    double expected = 0;
+    for (int64_t p = 0; p < 40; ++p)
+      expected += bf16Value(b[p * 16 + j]);
+    // Rounded once to nearest: within half a bf16 step (8 significant
+    // bits) of the exact sum, and the f32 sum's error.
+    int exponent;
+    std::frexp(expected, &exponent);
+    EXPECT_NEAR(bf16Value(sums[j]), expected,
+                std::ldexp(1.0, exponent - 9) + 1e-5)
+        << "column " << j;
+  }
+}
+
 TEST(Collectives, OneRankIsTheIdentity) {
   std::unique_ptr<Communicator> comm = createSingleRankCommunicator();
   EXPECT_EQ(comm->rank(), 0);

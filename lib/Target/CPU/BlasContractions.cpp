@@ -508,17 +508,86 @@ Value biasVector(PatternRewriter &rewriter, const BiasBroadcast &bias,
   return slot;
 }
 
-/// A sum over the rows of the GEMM's b (its k) into a zero-filled vector
-/// (a bias's gradient: the columns of the output gradient summed, when b
-/// is that gradient), which the GEMM's epilogue writes instead
+/// A sum over the rows of the GEMM's b (its k) into a zero-filled f32
+/// vector (a bias's gradient: the columns of the output gradient summed,
+/// when b is that gradient), which the GEMM's epilogue writes instead
 /// (kGemmBiasGradient): the GEMM has no batch dims and an f32 c, row-major
 /// with the GEMM's n last; nothing writes b or touches the vector between
-/// the GEMM and the sum.
+/// the GEMM and the sum. Where the vector may share bytes with what the
+/// GEMM reads or writes, or the GEMM writes c rounded to bf16 (its epilogue
+/// then writes the sums rounded alike: the same values where every reader
+/// of the vector rounds it to bf16), the epilogue writes a slot of its own
+/// (`throughSlot`), which the sum's place widens into the vector.
 struct BiasGradient {
   linalg::GenericOp sum;
   linalg::FillOp fill;
   Value vector;
+  bool throughSlot;
 };
+
+/// Whether `value` is `buffer` or a view of it.
+bool viewOf(Value value, Value buffer) {
+  while (value != buffer) {
+    auto view = value.getDefiningOp<ViewLikeOpInterface>();
+    if (!view)
+      return false;
+    value = view.getViewSource();
+  }
+  return true;
+}
+
+/// Whether what `sum` leaves in `vector` (a temporary) is only ever read
+/// rounded to bf16, and is read: each op after the sum that uses the vector
+/// reads it in a generic that rounds each value first, until one writes all
+/// of it without reading it, or its bytes serve another buffer (the plan
+/// gives them to one only once the vector is dead).
+bool readOnlyRounded(Value vector, linalg::GenericOp sum) {
+  if (isa<BlockArgument>(bufferOf(vector)))
+    return false;
+  int64_t length = cast<MemRefType>(vector.getType()).getDimSize(0);
+  bool rounds = false;
+  for (Operation *op = sum->getNextNode(); op; op = op->getNextNode()) {
+    if (!touches(op, vector))
+      continue;
+    // A view of it, or a use inside a region: not followed.
+    bool elsewhere = false;
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        if (viewOf(operand, vector) && (inner != op || operand != vector))
+          elsewhere = true;
+    });
+    if (elsewhere)
+      return false;
+    if (!llvm::is_contained(op->getOperands(), vector))
+      return rounds;
+    if (auto fill = dyn_cast<linalg::FillOp>(op))
+      if (fill.getOutputs()[0] == vector)
+        return rounds;
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic || !generic.hasPureBufferSemantics())
+      return false;
+    bool overwrites = false;
+    for (OpOperand &operand : generic->getOpOperands()) {
+      if (operand.get() != vector)
+        continue;
+      BlockArgument value = generic.getMatchingBlockArgument(&operand);
+      if (generic.isDpsInput(&operand)) {
+        if (!onlyRounded(value))
+          return false;
+        rounds = true;
+        continue;
+      }
+      if (!value.use_empty() || generic.getNumLoops() != 1 ||
+          !generic.getMatchingIndexingMap(&operand).isIdentity() ||
+          generic.getStaticLoopRanges()[0] != length)
+        return false;
+      overwrites = true;
+    }
+    if (overwrites)
+      return rounds;
+  }
+  return rounds;
+}
 
 /// Whether `body` is `acc + x` or `acc + extf(x)` for its input x and
 /// accumulator acc.
@@ -541,14 +610,19 @@ bool isPlainSum(Block &body) {
          body.getOperations().size() == ops;
 }
 
+/// `written` is what the GEMM writes: c, or the bf16 buffer it rounds c
+/// into (`roundedC`).
 std::optional<BiasGradient> matchBiasGradient(linalg::GenericOp gemm,
-                                              const GemmShape &shape) {
+                                              const GemmShape &shape,
+                                              Value written, bool roundedC) {
   Value c = gemm.getDpsInits()[0];
   auto cType = cast<MemRefType>(c.getType());
   AffineMap cMap = gemm.getMatchingIndexingMap(gemm.getDpsInitOperand(0));
   MLIRContext *context = gemm.getContext();
+  Value bInput = gemm.getDpsInputs()[shape.lhsIsA ? 1 : 0];
   if (!shape.batch.empty() || !cType.getElementType().isF32() ||
-      weft::buffersMayAlias(c, gemm.getDpsInputs()[shape.lhsIsA ? 1 : 0]) ||
+      weft::buffersMayAlias(c, bInput) ||
+      weft::buffersMayAlias(written, bInput) ||
       cMap.getResult(1) != getAffineDimExpr(shape.n, context) ||
       cType.getStridesAndOffset().first.back() != 1)
     return std::nullopt;
@@ -593,14 +667,8 @@ std::optional<BiasGradient> matchBiasGradient(linalg::GenericOp gemm,
         outputMap.getNumResults() != 1 ||
         outputMap.getResult(0) != getAffineDimExpr(parallel, context) ||
         vectorType.getRank() != 1 || !vectorType.getElementType().isF32() ||
-        !vectorType.getLayout().isIdentity() || !isPlainSum(*sum.getBody()) ||
-        !canHoist(vector, gemm))
+        !vectorType.getLayout().isIdentity() || !isPlainSum(*sum.getBody()))
       return std::nullopt;
-    // The GEMM writes the vector while it reads its operands, whose bytes
-    // the plan may have given the vector once the GEMM was done with them.
-    for (Value operand : gemm->getOperands())
-      if (weft::buffersMayAlias(vector, operand))
-        return std::nullopt;
     // Zeros before the sum, and nothing else on the vector since the GEMM.
     linalg::FillOp fill = constantFillBefore(sum, vector);
     auto zero = fill ? dyn_cast<FloatAttr>(fillConstant(fill)) : FloatAttr();
@@ -610,9 +678,36 @@ std::optional<BiasGradient> matchBiasGradient(linalg::GenericOp gemm,
          between = between->getNextNode())
       if (between != fill.getOperation() && touches(between, vector))
         return std::nullopt;
-    return BiasGradient{sum, fill, vector};
+    if (roundedC && !readOnlyRounded(vector, sum))
+      return std::nullopt;
+    // The GEMM writes the vector while it reads its operands, whose bytes
+    // the plan may have given the vector once the GEMM was done with them.
+    bool throughSlot = roundedC || !canHoist(vector, gemm) ||
+                       weft::buffersMayAlias(vector, written) ||
+                       llvm::any_of(gemm->getOperands(), [&](Value operand) {
+                         return weft::buffersMayAlias(vector, operand);
+                       });
+    return BiasGradient{sum, fill, vector, throughSlot};
   }
   return std::nullopt;
+}
+
+/// At `at`, `vector` (f32) written with `slot` (f32, or bf16 widened).
+void widenInto(PatternRewriter &rewriter, Operation *at, Value slot,
+               Value vector) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(at);
+  AffineMap identity = rewriter.getMultiDimIdentityMap(1);
+  linalg::GenericOp::create(
+      rewriter, at->getLoc(), ValueRange{slot}, ValueRange{vector},
+      ArrayRef<AffineMap>{identity, identity},
+      ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        Value value = args[0];
+        if (value.getType() != args[1].getType())
+          value = arith::ExtFOp::create(b, loc, args[1].getType(), value);
+        linalg::YieldOp::create(b, loc, value);
+      });
 }
 
 struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
@@ -715,8 +810,22 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       bias = matchBiasBroadcast(op, *gemm);
     // Or the sum over b's rows after it: the epilogue writes it.
     std::optional<BiasGradient> biasGradient;
-    if (!bias && !rounded)
-      biasGradient = matchBiasGradient(op, *gemm);
+    Value biasGradientSlot;
+    if (!bias)
+      biasGradient =
+          matchBiasGradient(op, *gemm, rounded ? rounded->rounded : cOperand,
+                            rounded.has_value());
+    if (biasGradient && biasGradient->throughSlot) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      auto vectorType = cast<MemRefType>(biasGradient->vector.getType());
+      biasGradientSlot =
+          arenaSlot(rewriter, op,
+                    MemRefType::get(vectorType.getShape(),
+                                    rounded ? rewriter.getBF16Type()
+                                            : rewriter.getF32Type()));
+      if (!biasGradientSlot)
+        biasGradient.reset();
+    }
     if (bias) {
       OpBuilder::InsertionGuard guard(rewriter);
       biasVectorArg = biasVector(rewriter, *bias, cType.getElementType());
@@ -745,7 +854,9 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     }
     // Without a bias, c stands in for it (not read).
     argTypes.push_back(argTypes.back());
-    if (biasGradient) {
+    if (biasGradientSlot) {
+      biasVectorArg = biasGradientSlot;
+    } else if (biasGradient) {
       biasVectorArg = biasGradient->vector;
       // The GEMM writes it: its view is made before.
       rewriter.modifyOpInPlace(op, [&] { hoist(biasVectorArg, op); });
@@ -776,6 +887,9 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     if (bias)
       rewriter.eraseOp(bias->producer);
     if (biasGradient) {
+      if (biasGradientSlot)
+        widenInto(rewriter, biasGradient->sum, biasGradientSlot,
+                  biasGradient->vector);
       rewriter.eraseOp(biasGradient->sum);
       rewriter.eraseOp(biasGradient->fill);
     }

@@ -709,11 +709,19 @@ func.func @bias_gradient_kept(%x: memref<32x8xf32>, %dy: memref<32x16xf32>, %dw:
 // -----
 
 // The plan gave the sum's vector bytes of x, which the GEMM reads: the
-// epilogue would write them while the GEMM reads them, so the sum stays.
+// epilogue writes a slot of its own after the arena's bytes instead, which
+// the sum's place copies into the vector.
 // CHECK-LABEL: func.func @bias_gradient_over_a
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
-// CHECK: linalg.fill
-// CHECK: linalg.generic
+// CHECK: %[[ARENA:.*]] = memref.alloc() : memref<1088xi8>
+// CHECK: %[[SLOT:.*]] = memref.view %[[ARENA]][%c1024{{.*}}][] : memref<1088xi8> to memref<16xf32>
+// CHECK: %[[VECTOR:.*]] = memref.cast %[[SLOT]] : memref<16xf32> to memref<*xf32>
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[VECTOR]], %c8_i64)
+// CHECK: %[[DB:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<1088xi8> to memref<16xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%[[SLOT]] : memref<16xf32>) outs(%[[DB]] : memref<16xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[IN]] : f32
+// CHECK-NOT: linalg
 #xt = affine_map<(i, j, p) -> (p, i)>
 #dy = affine_map<(i, j, p) -> (p, j)>
 #dw = affine_map<(i, j, p) -> (i, j)>
@@ -741,5 +749,115 @@ func.func @bias_gradient_over_a(%dy: memref<32x16xf32>, %dw: memref<8x16xf32>, %
     linalg.yield %s : f32
   }
   memref.copy %db, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// A bf16 weight gradient the GEMM writes rounded, and its bias's gradient,
+// which is only read rounded to bf16: the epilogue writes the sums rounded
+// (a bf16 slot after the arena's bytes), the same values the rounding
+// reader makes of the f32 sums; the sum's place widens the slot into the
+// vector.
+// CHECK-LABEL: func.func @bias_gradient_rounded
+// CHECK: %[[ARENA:.*]] = memref.alloc() : memref<4128xi8>
+// CHECK: %[[SLOT:.*]] = memref.view %[[ARENA]][%c4096{{.*}}][] : memref<4128xi8> to memref<16xbf16>
+// CHECK: %[[VECTOR:.*]] = memref.cast %[[SLOT]] : memref<16xbf16> to memref<*xbf16>
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %[[VECTOR]], %c8_i64)
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%[[SLOT]] : memref<16xbf16>) outs(%[[DB:.*]] : memref<16xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: linalg.generic {{.*}} ins(%[[DB]] : memref<16xf32>) outs(%arg3 : memref<16xf32>)
+// CHECK: arith.truncf
+// CHECK-NOT: linalg.generic
+// Read unrounded, the sums stay the sum's.
+// CHECK-LABEL: func.func @bias_gradient_read_wide
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+#xt = affine_map<(i, j, p) -> (p, i)>
+#dy = affine_map<(i, j, p) -> (p, j)>
+#dw = affine_map<(i, j, p) -> (i, j)>
+#rows = affine_map<(j, p) -> (p, j)>
+#cols = affine_map<(j, p) -> (j)>
+#e = affine_map<(i, j) -> (i, j)>
+#v = affine_map<(j) -> (j)>
+func.func @bias_gradient_rounded(%x: memref<32x8xbf16>, %dy: memref<32x16xbf16>, %dwb: memref<8x16xbf16>, %out: memref<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c2048 = arith.constant 2048 : index
+  %arena = memref.alloc() : memref<4096xi8>
+  %dw = memref.view %arena[%c0][] : memref<4096xi8> to memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#xt, #dy, #dw], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %dy : memref<32x8xbf16>, memref<32x16xbf16>) outs(%dw : memref<8x16xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %wa = arith.extf %a : bf16 to f32
+    %wb = arith.extf %b : bf16 to f32
+    %p = arith.mulf %wa, %wb : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %db = memref.view %arena[%c2048][] : memref<4096xi8> to memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%db : memref<16xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["parallel", "reduction"]}
+      ins(%dy : memref<32x16xbf16>) outs(%db : memref<16xf32>) {
+  ^bb0(%v: bf16, %acc: f32):
+    %w = arith.extf %v : bf16 to f32
+    %s = arith.addf %acc, %w : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%db : memref<16xf32>) outs(%out : memref<16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.truncf %v : f32 to bf16
+    %w = arith.extf %r : bf16 to f32
+    linalg.yield %w : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%dw : memref<8x16xf32>) outs(%dwb : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %o: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  return
+}
+func.func @bias_gradient_read_wide(%x: memref<32x8xbf16>, %dy: memref<32x16xbf16>, %dwb: memref<8x16xbf16>, %out: memref<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c2048 = arith.constant 2048 : index
+  %arena = memref.alloc() : memref<4096xi8>
+  %dw = memref.view %arena[%c0][] : memref<4096xi8> to memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#xt, #dy, #dw], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %dy : memref<32x8xbf16>, memref<32x16xbf16>) outs(%dw : memref<8x16xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %wa = arith.extf %a : bf16 to f32
+    %wb = arith.extf %b : bf16 to f32
+    %p = arith.mulf %wa, %wb : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %db = memref.view %arena[%c2048][] : memref<4096xi8> to memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%db : memref<16xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["parallel", "reduction"]}
+      ins(%dy : memref<32x16xbf16>) outs(%db : memref<16xf32>) {
+  ^bb0(%v: bf16, %acc: f32):
+    %w = arith.extf %v : bf16 to f32
+    %s = arith.addf %acc, %w : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%db : memref<16xf32>) outs(%out : memref<16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %w = arith.mulf %v, %v : f32
+    linalg.yield %w : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%dw : memref<8x16xf32>) outs(%dwb : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %o: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
   return
 }

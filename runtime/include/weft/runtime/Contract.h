@@ -75,10 +75,10 @@ constexpr int64_t kGemmTf32 = 2;
 /// memref of c's element type (c itself) and is not read.
 constexpr int64_t kGemmBias = 4;
 /// Instead, `bias` (the same vector) is written with the sums over k of b
-/// (each column of b [k, n] summed in f32: the bias's gradient where b is
-/// the layer's output gradient and c its weight's; cuBLASLt's BGRAD
-/// epilogue), for a GEMM of one matrix (no batch dims), c row-major and f32
-/// (the vector too); not with kGemmBias.
+/// (each column of b [k, n] summed in f32 and rounded once to c's element
+/// type, the vector's: the bias's gradient where b is the layer's output
+/// gradient and c its weight's; cuBLASLt's BGRAD epilogue), for a GEMM of
+/// one matrix (no batch dims), c row-major; not with kGemmBias.
 constexpr int64_t kGemmBiasGradient = 8;
 /// Whether a GEMM with `flags` writes its operand `index`: c, and the bias
 /// under kGemmBiasGradient.
