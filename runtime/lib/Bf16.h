@@ -1,7 +1,8 @@
 //===- Bf16.h - bf16 values on the CPU --------------------------*- C++ -*-===//
 //
 // The runtime's own reductions of bf16 data (MPI has no bf16) combine in
-// float, rounding once per operation as the compiled code's truncations do.
+// float, rounding once per operation as the compiled code's truncations do;
+// fp16 GEMM inputs are widened exactly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,26 @@ namespace weft::runtime {
 
 inline float bf16ToFloat(uint16_t bits) {
   uint32_t wide = uint32_t(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, 4);
+  return value;
+}
+
+/// An IEEE binary16 (fp16) value, exactly (subnormals, infinities and NaNs
+/// included).
+inline float f16ToFloat(uint16_t bits) {
+  uint32_t sign = uint32_t(bits & 0x8000) << 16, exponent = (bits >> 10) & 0x1f,
+           mantissa = bits & 0x3ff, wide;
+  if (exponent == 0x1f) {
+    wide = sign | 0x7f800000 | (mantissa << 13);
+  } else if (exponent != 0) {
+    wide = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else {
+    // Zero or subnormal: mantissa * 2^-24, exact in float.
+    float magnitude = float(mantissa) * 0x1p-24f;
+    std::memcpy(&wide, &magnitude, 4);
+    wide |= sign;
+  }
   float value;
   std::memcpy(&value, &wide, 4);
   return value;

@@ -194,6 +194,15 @@ Widened widen(int64_t rank, void *descriptor, bool read = true) {
   });
 }
 
+/// An fp16 operand widened (exactly) to f32.
+Widened widenHalf(int64_t rank, void *descriptor) {
+  const auto *bits =
+      reinterpret_cast<const uint16_t *>(viewOf(rank, descriptor).aligned);
+  return copyOf(rank, descriptor, /*read=*/true, [&](int64_t index) {
+    return weft::runtime::f16ToFloat(bits[index]);
+  });
+}
+
 /// An f32 operand as tensor cores read TF32: 10 mantissa bits, rounded to
 /// nearest even.
 Widened roundToTf32(int64_t rank, void *descriptor) {
@@ -307,6 +316,19 @@ extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                void *descB, int64_t rankC, void *descC, int64_t,
                                void *descBias, int64_t flags) {
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
+  View c = viewOf(rankC, descC);
+  if (flags & weft::runtime::kGemmBiasGradient)
+    sumColumns(b.view, rankB, biasOf(descBias));
+  bool accumulate =
+      addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
+  gemm(a.view, b.view, c, rankC, accumulate);
+}
+
+/// fp16 inputs accumulated in f32, as bf16's are.
+extern "C" void weft_gemm_f16(int64_t rankA, void *descA, int64_t rankB,
+                              void *descB, int64_t rankC, void *descC, int64_t,
+                              void *descBias, int64_t flags) {
+  Widened a = widenHalf(rankA, descA), b = widenHalf(rankB, descB);
   View c = viewOf(rankC, descC);
   if (flags & weft::runtime::kGemmBiasGradient)
     sumColumns(b.view, rankB, biasOf(descBias));

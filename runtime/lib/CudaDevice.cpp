@@ -402,7 +402,7 @@ namespace {
 
 /// The GEMMs weft-contractions-to-blas calls: f32; bf16 inputs into an f32
 /// c; bf16 inputs into a bf16 c (f32 accumulation, rounded once).
-enum class GemmInputs { F32, BF16, BF16ToBF16 };
+enum class GemmInputs { F32, BF16, F16, BF16ToBF16 };
 
 /// cublasLtEpilogue_t (cublasLt.h).
 constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4,
@@ -650,11 +650,13 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
   for (int64_t d = 0; d + 1 < batchRank; ++d)
     outer *= sizes[d];
   // cudaDataType and cublasComputeType_t (library_types.h, cublas_api.h).
-  constexpr int kR32F = 0, kR16BF = 14, kCompute32F = 68,
+  constexpr int kR32F = 0, kR16F = 2, kR16BF = 14, kCompute32F = 68,
                 kCompute32FFastTf32 = 77;
   bool tf32 = inputs == GemmInputs::F32 && (flags & weft::runtime::kGemmTf32);
   LtMatmul mm;
-  mm.inputType = inputs == GemmInputs::F32 ? kR32F : kR16BF;
+  mm.inputType = inputs == GemmInputs::F32   ? kR32F
+                 : inputs == GemmInputs::F16 ? kR16F
+                                             : kR16BF;
   mm.outputType = inputs == GemmInputs::BF16ToBF16 ? kR16BF : kR32F;
   mm.computeType = tf32 ? kCompute32FFastTf32 : kCompute32F;
   mm.inner = k;
@@ -753,7 +755,9 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
     int64_t words = (k * inputBytes + 3) / 4;
     ones = weft::runtime::cuda::allocate(words * 4, "a bias gradient's ones");
     weft::runtime::cuda::fill32(ones,
-                                inputBytes == 4 ? 0x3f800000u : 0x3f803f80u,
+                                inputBytes == 4             ? 0x3f800000u
+                                : inputs == GemmInputs::F16 ? 0x3c003c00u
+                                                            : 0x3f803f80u,
                                 size_t(words), lt.stream);
   }
   profiled(lt.stream, [&] {
@@ -786,8 +790,8 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
 
 } // namespace
 
-/// weft-contractions-to-blas's GEMMs on the GPU: f32, bf16 inputs
-/// accumulated in f32, and the same rounded into a bf16 c.
+/// weft-contractions-to-blas's GEMMs on the GPU: f32, bf16 or fp16 inputs
+/// accumulated in f32, and bf16's rounded into a bf16 c.
 extern "C" void weft_cuda_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                                    void *descB, int64_t rankC, void *descC,
                                    int64_t, void *descBias, int64_t flags) {
@@ -799,6 +803,13 @@ extern "C" void weft_cuda_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
                                     int64_t, void *descBias, int64_t flags) {
   cudaGemm(GemmInputs::BF16, rankA, descA, rankB, descB, rankC, descC, descBias,
+           flags);
+}
+
+extern "C" void weft_cuda_gemm_f16(int64_t rankA, void *descA, int64_t rankB,
+                                   void *descB, int64_t rankC, void *descC,
+                                   int64_t, void *descBias, int64_t flags) {
+  cudaGemm(GemmInputs::F16, rankA, descA, rankB, descB, rankC, descC, descBias,
            flags);
 }
 

@@ -23,6 +23,9 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
 extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                void *descB, int64_t rankC, void *descC,
                                int64_t rankBias, void *descBias, int64_t flags);
+extern "C" void weft_gemm_f16(int64_t rankA, void *descA, int64_t rankB,
+                              void *descB, int64_t rankC, void *descC,
+                              int64_t rankBias, void *descBias, int64_t flags);
 extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
                                     int64_t rankBias, void *descBias,
@@ -137,6 +140,17 @@ extern "C" void weft_emulated_gemm_bf16(int64_t rankA, void *descA,
             flags);
   weft_gemm_bf16(rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
                  flags);
+}
+
+extern "C" void weft_emulated_gemm_f16(int64_t rankA, void *descA,
+                                       int64_t rankB, void *descB,
+                                       int64_t rankC, void *descC,
+                                       int64_t rankBias, void *descBias,
+                                       int64_t flags) {
+  checkGemm(2, 4, rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
+            flags);
+  weft_gemm_f16(rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
+                flags);
 }
 
 extern "C" void weft_emulated_gemm_bf16_bf16(int64_t rankA, void *descA,

@@ -22,6 +22,9 @@ void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB, void *descB,
 void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB, void *descB,
                     int64_t rankC, void *descC, int64_t rankBias,
                     void *descBias, int64_t flags);
+void weft_gemm_f16(int64_t rankA, void *descA, int64_t rankB, void *descB,
+                   int64_t rankC, void *descC, int64_t rankBias, void *descBias,
+                   int64_t flags);
 void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB, void *descB,
                          int64_t rankC, void *descC, int64_t rankBias,
                          void *descBias, int64_t flags);
@@ -213,6 +216,42 @@ TEST(Gemm, Bf16InputsAccumulateInF32) {
         EXPECT_NEAR(c[batch * 12 + i * 4 + j], expected, 1e-5)
             << "batch " << batch << " i " << i << " j " << j;
       }
+}
+
+/// fp16 inputs are widened exactly (normals, subnormals, the largest
+/// finite value) and accumulated in f32: rows of known binary16 patterns
+/// times columns of 1 and 0.5.
+TEST(Gemm, F16InputsWidenExactly) {
+  std::vector<uint16_t> a = {
+      0x3c00, 0x3800, 0x3555,
+      0xc500, 0x2e66, 0xbc00, // 1, .5, ~1/3, -5, ~.1, -1
+      0x0001, 0x03ff, 0x8001,
+      0x0200, 0x0400, 0x0000, // subnormals, 2^-14, 0
+      0x7bff, 0xfbff, 0x7bff,
+      0x0000, 0x8000, 0x0000, // +-65504, +-0
+  };
+  std::vector<uint16_t> b(6 * 2);
+  for (int64_t p = 0; p < 6; ++p) {
+    b[p * 2] = 0x3c00;     // 1
+    b[p * 2 + 1] = 0x3800; // 0.5
+  }
+  std::vector<float> c(3 * 2, 1e6f);
+  auto bits = [](std::vector<uint16_t> &v) {
+    return reinterpret_cast<float *>(v.data());
+  };
+  Descriptor<2> da{bits(a), bits(a), 0, {3, 6}, {6, 1}};
+  Descriptor<2> db{bits(b), bits(b), 0, {6, 2}, {2, 1}};
+  Descriptor<2> dc{c.data(), c.data(), 0, {3, 2}, {2, 1}};
+  Unranked ua{2, &da}, ub{2, &db}, uc{2, &dc};
+  weft_gemm_f16(2, ua.descriptor, 2, ub.descriptor, 2, uc.descriptor, 2,
+                uc.descriptor, /*flags=*/0);
+  const double rows[3] = {1 + 0.5 + 0.333251953125 - 5 + 0.0999755859375 - 1,
+                          std::ldexp(1 + 1023 - 1 + 512 + 1024, -24), 65504};
+  const double tolerance[3] = {1e-6, 1e-12, 0};
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(c[i * 2], rows[i], tolerance[i]) << "row " << i;
+    EXPECT_NEAR(c[i * 2 + 1], rows[i] / 2, tolerance[i]) << "row " << i;
+  }
 }
 
 /// Under kGemmTf32 the f32 GEMM reads its inputs as tensor cores read TF32:

@@ -731,13 +731,15 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
           ShapedType::isDynamic(type.getStridesAndOffset().second))
         return failure();
     }
-    // f32 x f32, or bf16 x bf16 accumulated in f32.
+    // f32 x f32, or bf16 x bf16 or f16 x f16 accumulated in f32.
     Type input = getElementTypeOrSelf(op.getDpsInputs()[0].getType());
     if (!getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32() ||
         getElementTypeOrSelf(op.getDpsInputs()[1].getType()) != input ||
-        !(input.isF32() || input.isBF16()))
+        !(input.isF32() || input.isBF16() || input.isF16()))
       return failure();
-    std::string function = callee + (input.isF32() ? "_f32" : "_bf16");
+    std::string function = callee + (input.isF32()    ? "_f32"
+                                     : input.isBF16() ? "_bf16"
+                                                      : "_f16");
     Value cOperand = op.getDpsInits()[0];
     std::optional<RoundedResult> rounded;
     if (input.isBF16())

@@ -501,8 +501,9 @@ void ReportBuilder::addGemm(func::CallOp call) {
     views.push_back(cast ? dyn_cast<MemRefType>(cast.getSource().getType())
                          : MemRefType());
   }
-  // Its inputs' type: bf16 into an f32 c or into a bf16 c.
-  bool bf16 = call.getCallee().contains("_bf16");
+  // Its inputs' type: bf16 (into an f32 c or into a bf16 c) or fp16.
+  bool halfWidth =
+      call.getCallee().contains("_bf16") || call.getCallee().contains("_f16");
   // Flags not known: c is read, as an upper bound, and f32 stays f32.
   int64_t flags = weft::runtime::kGemmAccumulate;
   if (call.getNumOperands() == weft::runtime::kGemmOperands)
@@ -510,7 +511,7 @@ void ReportBuilder::addGemm(func::CallOp call) {
         getConstantIntValue(call.getOperand(weft::runtime::kGemmFlagsOperand))
             .value_or(flags);
   // An f32 GEMM the user let multiply as TF32.
-  bool tf32 = !bf16 && (flags & weft::runtime::kGemmTf32);
+  bool tf32 = !halfWidth && (flags & weft::runtime::kGemmTf32);
   NamedAttrList entry = common(call, "gemm");
   entry.append("library", b.getStringAttr("cublasLtMatmul"));
   bool biased = flags & weft::runtime::kGemmBias,
@@ -554,8 +555,9 @@ void ReportBuilder::addGemm(func::CallOp call) {
   } else {
     entry.append("exact", b.getBoolAttr(false));
   }
-  // bf16 and TF32 inputs multiply on tensor cores, accumulating in f32.
-  entry.append("tensor_cores", b.getBoolAttr(bf16 || tf32));
+  // bf16, fp16 and TF32 inputs multiply on tensor cores, accumulating in
+  // f32.
+  entry.append("tensor_cores", b.getBoolAttr(halfWidth || tf32));
   entry.append("tf32", b.getBoolAttr(tf32));
   launches.push_back(entry.getDictionary(b.getContext()));
 }

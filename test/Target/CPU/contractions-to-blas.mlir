@@ -151,6 +151,32 @@ func.func @bf16_inputs(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8
 
 // -----
 
+// An fp16 product accumulated in f32 (an fp16 model's MatMul): the fp16
+// GEMM; on a GPU, tensor cores.
+// CHECK-LABEL: func.func private @weft_gemm_f16(memref<*xf16>, memref<*xf16>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+// CHECK-LABEL: func.func @f16_inputs
+// CHECK: call @weft_gemm_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK-NOT: linalg.generic
+// TF32-LABEL: func.func @f16_inputs
+// TF32: call @weft_cuda_gemm_f16({{.*}}, %c1_i64)
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+func.func @f16_inputs(%a: memref<8x4xf16>, %b: memref<4x16xf16>, %c: memref<8x16xf32>) {
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xf16>, memref<4x16xf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: f16, %y: f16, %acc: f32):
+    %wx = arith.extf %x : f16 to f32
+    %wy = arith.extf %y : f16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // A bf16 output is not a GEMM the runtime has: the loops stay.
 // CHECK-LABEL: func.func @bf16_accumulator
 // CHECK-NOT: call

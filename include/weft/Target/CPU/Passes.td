@@ -37,9 +37,9 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     left out and the library never reads `c`. Each operand is passed as a
     strided view of shape [batch..., rows, cols] built with
     `memref.reinterpret_cast`; a broadcast batch dim gets stride 0. A bf16
-    product accumulated in f32 (`a` and `b` bf16, widened in the body, `c`
-    f32) calls `weft_gemm_bf16` instead: the callee is `callee` followed by
-    the inputs' element type.
+    (or fp16) product accumulated in f32 (`a` and `b` bf16, widened in the
+    body, `c` f32) calls `weft_gemm_bf16` (`weft_gemm_f16`) instead: the
+    callee is `callee` followed by the inputs' element type.
 
     A bf16 product whose f32 `c` only a rounding reads writes the rounded
     bf16 buffer itself (`weft_gemm_bf16_bf16`: f32 accumulation, one
@@ -110,7 +110,7 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
   let options = [
     Option<"callee", "callee", "std::string", /*default=*/"\"weft_gemm\"",
            "The runtime's GEMM functions, without the suffix naming the "
-           "inputs' element type (_f32, _bf16, _bf16_bf16)">,
+           "inputs' element type (_f32, _bf16, _f16, _bf16_bf16)">,
     Option<"requireUnitStrides", "require-unit-strides", "bool",
            /*default=*/"false",
            "Call only for operands a column-major GEMM library reads">,

@@ -51,9 +51,9 @@ constexpr const char *kRecvFunctionPrefix = "weft_recv_";
 constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
 
 /// GEMMs (weft-contractions-to-blas), named with the operands' element type
-/// after the target's prefix (`_f32`, `_bf16`; `_bf16_bf16` also writes c
-/// in bf16): `gemm(a, b, c, bias, flags)`, each matrix (or batch of them)
-/// and the bias an unranked memref, computes c = a * b, plus c under
+/// after the target's prefix (`_f32`, `_bf16`, `_f16`; `_bf16_bf16` also
+/// writes c in bf16): `gemm(a, b, c, bias, flags)`, each matrix (or batch of
+/// them) and the bias an unranked memref, computes c = a * b, plus c under
 /// kGemmAccumulate, plus the bias under kGemmBias, each sum in f32 and c
 /// rounded once. c is written, and the bias under kGemmBiasGradient.
 constexpr unsigned kGemmOperands = 5;
