@@ -241,18 +241,28 @@ bool addBias(const View &c, int64_t rank, int64_t flags, BiasAt biasAt) {
   bool accumulate = flags & weft::runtime::kGemmAccumulate;
   if (!(flags & weft::runtime::kGemmBias))
     return accumulate;
-  int64_t elements = 1;
-  for (int64_t d = 0; d < rank; ++d)
-    elements *= c.sizes[d];
+  int64_t width = c.sizes[rank - 1], stride = c.strides[rank - 1], rows = 1;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rows *= c.sizes[d];
+  std::vector<float> bias(size_t(std::max<int64_t>(width, 0)));
+  for (int64_t j = 0; j < width; ++j)
+    bias[j] = biasAt(j);
+    // Row by row: one index computation per row, the columns a loop the
+    // compiler vectorizes.
 #pragma omp parallel for schedule(static)
-  for (int64_t e = 0; e < elements; ++e) {
-    int64_t index = c.offset, rest = e;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      index += (rest % c.sizes[d]) * c.strides[d];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t start = c.offset, rest = r;
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      start += (rest % c.sizes[d]) * c.strides[d];
       rest /= c.sizes[d];
     }
-    float &value = c.aligned[index];
-    value = (accumulate ? value : 0.0f) + biasAt(e % c.sizes[rank - 1]);
+    float *row = c.aligned + start;
+    if (accumulate)
+      for (int64_t j = 0; j < width; ++j)
+        row[j * stride] += bias[j];
+    else
+      for (int64_t j = 0; j < width; ++j)
+        row[j * stride] = bias[j];
   }
   return true;
 }
