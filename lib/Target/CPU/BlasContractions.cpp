@@ -536,30 +536,37 @@ bool viewOf(Value value, Value buffer) {
   return true;
 }
 
-/// Whether what `sum` leaves in `vector` (a temporary) is only ever read
-/// rounded to bf16, and is read: each op after the sum that uses the vector
-/// reads it in a generic that rounds each value first, until one writes all
-/// of it without reading it, or its bytes serve another buffer (the plan
-/// gives them to one only once the vector is dead).
+/// Whether what `sum` leaves in `vector` (a temporary that is its own
+/// buffer: an allocation or a view of the arena) is only ever read rounded
+/// to bf16, and is read: each op after the sum that uses the vector reads
+/// it in a generic that rounds each value first, until one writes all of
+/// it without reading it, or its bytes serve another buffer (the plan gives
+/// them to one only once the vector is dead).
 bool readOnlyRounded(Value vector, linalg::GenericOp sum) {
-  if (isa<BlockArgument>(bufferOf(vector)))
+  if (bufferOf(vector) != vector || isa<BlockArgument>(vector))
     return false;
   int64_t length = cast<MemRefType>(vector.getType()).getDimSize(0);
   bool rounds = false;
   for (Operation *op = sum->getNextNode(); op; op = op->getNextNode()) {
-    if (!touches(op, vector))
-      continue;
-    // A view of it, or a use inside a region: not followed.
-    bool elsewhere = false;
+    // A view of it, or a use inside a region (a yield, a return): not
+    // followed.
+    bool direct = false, elsewhere = false;
     op->walk([&](Operation *inner) {
       for (Value operand : inner->getOperands())
-        if (viewOf(operand, vector) && (inner != op || operand != vector))
-          elsewhere = true;
+        if (viewOf(operand, vector)) {
+          if (inner == op && operand == vector)
+            direct = true;
+          else
+            elsewhere = true;
+        }
     });
     if (elsewhere)
       return false;
-    if (!llvm::is_contained(op->getOperands(), vector))
-      return rounds;
+    if (!direct) {
+      if (touches(op, vector))
+        return rounds;
+      continue;
+    }
     if (auto fill = dyn_cast<linalg::FillOp>(op))
       if (fill.getOutputs()[0] == vector)
         return rounds;

@@ -428,19 +428,24 @@ std::optional<SmallVector<Operation *>> columnReductions(scf::ForOp loop) {
 /// Whether `forall` is a row kernel (convert-weft-to-linalg's rowKernel,
 /// bufferized): one loop over rows whose body makes passes over the row's
 /// columns (scf.for loops, each writing only its own column and carrying
-/// only reductions) between pure computations on their results and stores
-/// of per-row values.
+/// only reductions) between pure computations on their results, then
+/// stores of per-row values.
 bool isRowKernel(scf::ForallOp forall) {
   if (forall.getRank() != 1 || forall.getNumResults() != 0)
     return false;
+  // Per-row values are stored after the last pass: thread 0 stores them
+  // with no barrier after.
+  bool stored = false;
   for (Operation &op : forall.getBody()->without_terminator()) {
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
-      if (!columnReductions(loop))
+      if (stored || !columnReductions(loop))
         return false;
       continue;
     }
-    if (isa<memref::StoreOp>(op))
+    if (isa<memref::StoreOp>(op)) {
+      stored = true;
       continue;
+    }
     // Reads are fine: every thread reads the same value.
     auto effects = dyn_cast<MemoryEffectOpInterface>(&op);
     if (op.getNumRegions() || !effects ||

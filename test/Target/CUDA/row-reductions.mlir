@@ -262,6 +262,32 @@ func.func @per_row_value(%x: memref<4x32xf32>, %y: memref<4x32xf32>, %means: mem
 
 // -----
 
+// A per-row value stored before a pass (which could read it back) is not a
+// row kernel's: thread 0 stores with no barrier after, so the loop stays.
+// CHECK-LABEL: func.func @store_before_pass
+// CHECK-NOT:     gpu.launch
+// CHECK:         scf.forall
+func.func @store_before_pass(%x: memref<4x32xf32>, %y: memref<4x32xf32>, %firsts: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  scf.forall (%r) in (4) {
+    %in = memref.subview %x[%r, 0] [1, 32] [1, 1] : memref<4x32xf32> to memref<32xf32, strided<[1], offset: ?>>
+    %out = memref.subview %y[%r, 0] [1, 32] [1, 1] : memref<4x32xf32> to memref<32xf32, strided<[1], offset: ?>>
+    %first = memref.load %in[%c0] : memref<32xf32, strided<[1], offset: ?>>
+    memref.store %first, %firsts[%r] : memref<4xf32>
+    scf.for %j = %c0 to %c32 step %c1 {
+      %f = memref.load %firsts[%r] : memref<4xf32>
+      %v = memref.load %in[%j] : memref<32xf32, strided<[1], offset: ?>>
+      %d = arith.subf %v, %f : f32
+      memref.store %d, %out[%j] : memref<32xf32, strided<[1], offset: ?>>
+    }
+  }
+  return
+}
+
+// -----
+
 // A row generic of convert-weft-to-linalg (the cross-entropy, bufferized):
 // one block per position, of 64 threads (the row's 64 classes); each pass
 // strides over the classes and reduces over the block, the label's logit is
