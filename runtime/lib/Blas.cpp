@@ -299,6 +299,18 @@ const uint16_t *bf16BiasOf(void *descriptor) {
   return reinterpret_cast<const uint16_t *>(bias.aligned) + bias.offset;
 }
 
+/// Inputs widened to f32 (exactly) into an f32 c: the bias gradient's sums
+/// of b, the bias onto c, then the f32 GEMM.
+void widenedGemm(const Widened &a, const Widened &b, int64_t rankB,
+                 int64_t rankC, void *descC, void *descBias, int64_t flags) {
+  View c = viewOf(rankC, descC);
+  if (flags & weft::runtime::kGemmBiasGradient)
+    sumColumns(b.view, rankB, biasOf(descBias));
+  bool accumulate =
+      addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
+  gemm(a.view, b.view, c, rankC, accumulate);
+}
+
 } // namespace
 
 /// f32; under kGemmTf32 the inputs rounded to TF32 first, as a GPU's
@@ -325,26 +337,16 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
 extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                void *descB, int64_t rankC, void *descC, int64_t,
                                void *descBias, int64_t flags) {
-  Widened a = widen(rankA, descA), b = widen(rankB, descB);
-  View c = viewOf(rankC, descC);
-  if (flags & weft::runtime::kGemmBiasGradient)
-    sumColumns(b.view, rankB, biasOf(descBias));
-  bool accumulate =
-      addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
-  gemm(a.view, b.view, c, rankC, accumulate);
+  widenedGemm(widen(rankA, descA), widen(rankB, descB), rankB, rankC, descC,
+              descBias, flags);
 }
 
 /// fp16 inputs accumulated in f32, as bf16's are.
 extern "C" void weft_gemm_f16(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC, int64_t,
                               void *descBias, int64_t flags) {
-  Widened a = widenHalf(rankA, descA), b = widenHalf(rankB, descB);
-  View c = viewOf(rankC, descC);
-  if (flags & weft::runtime::kGemmBiasGradient)
-    sumColumns(b.view, rankB, biasOf(descBias));
-  bool accumulate =
-      addBias(c, rankC, flags, [&](int64_t j) { return biasOf(descBias)[j]; });
-  gemm(a.view, b.view, c, rankC, accumulate);
+  widenedGemm(widenHalf(rankA, descA), widenHalf(rankB, descB), rankB, rankC,
+              descC, descBias, flags);
 }
 
 /// bf16 inputs accumulated in f32 and rounded once into a bf16 c (a GEMM

@@ -120,46 +120,17 @@ void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
 /// The emulation's cuBLAS GEMMs (c (+)= a * b, weft-contractions-to-blas):
 /// the CPU runtime's (which rounds f32 inputs to TF32 under kGemmTf32, as
 /// tensor cores read them), after the checks a GPU would fail without.
-extern "C" void weft_emulated_gemm_f32(int64_t rankA, void *descA,
-                                       int64_t rankB, void *descB,
-                                       int64_t rankC, void *descC,
-                                       int64_t rankBias, void *descBias,
-                                       int64_t flags) {
-  checkGemm(4, 4, rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
-            flags);
-  weft_gemm_f32(rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
-                flags);
-}
-
-extern "C" void weft_emulated_gemm_bf16(int64_t rankA, void *descA,
-                                        int64_t rankB, void *descB,
-                                        int64_t rankC, void *descC,
-                                        int64_t rankBias, void *descBias,
-                                        int64_t flags) {
-  checkGemm(2, 4, rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
-            flags);
-  weft_gemm_bf16(rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
-                 flags);
-}
-
-extern "C" void weft_emulated_gemm_f16(int64_t rankA, void *descA,
-                                       int64_t rankB, void *descB,
-                                       int64_t rankC, void *descC,
-                                       int64_t rankBias, void *descBias,
-                                       int64_t flags) {
-  checkGemm(2, 4, rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
-            flags);
-  weft_gemm_f16(rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
-                flags);
-}
-
-extern "C" void weft_emulated_gemm_bf16_bf16(int64_t rankA, void *descA,
-                                             int64_t rankB, void *descB,
-                                             int64_t rankC, void *descC,
-                                             int64_t rankBias, void *descBias,
-                                             int64_t flags) {
-  checkGemm(2, 2, rankA, descA, rankB, descB, rankC, descC, rankBias, descBias,
-            flags);
-  weft_gemm_bf16_bf16(rankA, descA, rankB, descB, rankC, descC, rankBias,
-                      descBias, flags);
-}
+#define WEFT_EMULATED_GEMM(SUFFIX, INPUT_BYTES, OUTPUT_BYTES)                  \
+  extern "C" void weft_emulated_gemm_##SUFFIX(                                 \
+      int64_t rankA, void *descA, int64_t rankB, void *descB, int64_t rankC,   \
+      void *descC, int64_t rankBias, void *descBias, int64_t flags) {          \
+    checkGemm(INPUT_BYTES, OUTPUT_BYTES, rankA, descA, rankB, descB, rankC,    \
+              descC, rankBias, descBias, flags);                               \
+    weft_gemm_##SUFFIX(rankA, descA, rankB, descB, rankC, descC, rankBias,     \
+                       descBias, flags);                                       \
+  }
+WEFT_EMULATED_GEMM(f32, 4, 4)
+WEFT_EMULATED_GEMM(bf16, 2, 4)
+WEFT_EMULATED_GEMM(f16, 2, 4)
+WEFT_EMULATED_GEMM(bf16_bf16, 2, 2)
+#undef WEFT_EMULATED_GEMM
