@@ -214,6 +214,75 @@ bool rootsMayAliasAt(Value x, Value y, unsigned depth) {
 
 } // namespace
 
+namespace {
+
+/// The largest power of two, at most `cap`, that divides `bytes`.
+int64_t powerOfTwoDividing(int64_t bytes, int64_t cap) {
+  return bytes ? std::min<int64_t>(cap, bytes & -bytes) : cap;
+}
+
+/// The largest power of two the aligned pointer of `memref` is known to be
+/// a multiple of.
+int64_t pointerAlignment(Value memref, int64_t bufferAlignment,
+                         unsigned depth) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (auto view = dyn_cast<memref::ViewOp>(def)) {
+      // The source of a view is a contiguous byte buffer of offset 0.
+      std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
+      return shift ? powerOfTwoDividing(
+                         *shift, pointerAlignment(view.getSource(),
+                                                  bufferAlignment, depth))
+                   : 1;
+    }
+    if (isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
+            memref::CollapseShapeOp, memref::ReinterpretCastOp,
+            memref::TransposeOp, memref::AssumeAlignmentOp>(def)) {
+      memref = cast<ViewLikeOpInterface>(def).getViewSource();
+      continue;
+    }
+    if (auto alloc = dyn_cast<memref::AllocOp>(def))
+      return std::max<int64_t>(bufferAlignment,
+                               alloc.getAlignment().value_or(1));
+    return isa<gpu::AllocOp>(def) ? bufferAlignment : 1;
+  }
+  auto arg = cast<BlockArgument>(memref);
+  auto function = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!function || !arg.getOwner()->isEntryBlock())
+    return 1;
+  if (function.isPublic())
+    return bufferAlignment;
+  if (depth > 8)
+    return 1;
+  CallSites calls;
+  if (callSitesCache) {
+    auto [it, inserted] = callSitesCache->try_emplace(function);
+    if (inserted)
+      it->second = findCallSites(function);
+    calls = it->second;
+  } else {
+    calls = findCallSites(function);
+  }
+  if (!calls || calls->empty())
+    return 1;
+  int64_t alignment = bufferAlignment;
+  for (func::CallOp call : *calls)
+    alignment = std::min(alignment,
+                         pointerAlignment(call.getOperand(arg.getArgNumber()),
+                                          bufferAlignment, depth + 1));
+  return alignment;
+}
+
+} // namespace
+
+int64_t weft::knownAlignment(Value memref, int64_t bufferAlignment) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (ShapedType::isDynamic(offset))
+    return 1;
+  return powerOfTwoDividing(offset * weft::elementBytes(type),
+                            pointerAlignment(memref, bufferAlignment, 0));
+}
+
 bool weft::buffersMayAlias(Value a, Value b) { return mayAlias(a, b, 0); }
 
 Value weft::aliasRoot(Value memref) { return extentOf(memref).root; }

@@ -6,7 +6,9 @@
 // emulated kernels call weft_emulation_check_access before each load and
 // store: an access outside the allocation its buffer starts in, or through
 // a pointer that is in no device allocation (a host pointer a real GPU
-// could not read), ends the run with one line naming the kernel.
+// could not read), ends the run with one line naming the kernel. Each
+// alignment a kernel states of a buffer (weft-gpu-assume-alignment) is
+// checked alike (weft_emulation_check_alignment).
 //
 // With $WEFT_EMULATION_COUNTS naming a file, it also counts the distinct
 // bytes each launch reads and writes (the launches and GEMMs the kernel
@@ -287,6 +289,22 @@ extern "C" void weft_emulation_check_access(int64_t base, int64_t address,
   weft::runtime::emulation::checkAccess(uintptr_t(base), uintptr_t(address),
                                         bytes, isWrite, "kernel",
                                         reinterpret_cast<const char *>(kernel));
+}
+
+/// Called by emulated code (weft-gpu-emulate-launches) where a kernel
+/// states that a buffer's first byte, at `address`, is at a multiple of
+/// `alignment` bytes (weft-gpu-assume-alignment); `kernel` names the kernel.
+extern "C" void weft_emulation_check_alignment(int64_t address,
+                                               int64_t alignment,
+                                               int64_t kernel) {
+  if (alignment > 0 && uint64_t(address) % uint64_t(alignment) == 0)
+    return;
+  fprintf(stderr,
+          "error: emulated CUDA kernel %s states that a buffer at 0x%" PRIx64
+          " is aligned to %" PRId64 " bytes; it is not\n",
+          reinterpret_cast<const char *>(kernel), uint64_t(address), alignment);
+  fflush(nullptr);
+  std::_Exit(1);
 }
 
 /// Called by emulated code (weft-gpu-emulate-launches) where the launch or

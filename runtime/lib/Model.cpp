@@ -201,6 +201,18 @@ weft_model *weft_model_open(const char *manifest, const char *weightsPath,
         weft_model_close(model.release());
         return nullptr;
       }
+      // The compiled kernels assume it (weft-gpu-assume-alignment).
+      if (reinterpret_cast<uintptr_t>(buffer.device) %
+          weft::runtime::kDeviceBufferAlignment) {
+        setError(error, errorSize,
+                 std::string("the ") + model->device->name() +
+                     " device gave buffer '" + buffer.name +
+                     "' memory not aligned to " +
+                     std::to_string(weft::runtime::kDeviceBufferAlignment) +
+                     " bytes");
+        weft_model_close(model.release());
+        return nullptr;
+      }
     }
   if (weft_model_set_rank(model.get(), 0, error, errorSize) != 0) {
     weft_model_close(model.release());

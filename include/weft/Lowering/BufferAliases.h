@@ -34,6 +34,14 @@ mlir::Value aliasRoot(mlir::Value memref);
 /// one root may).
 bool rootsMayAlias(mlir::Value a, mlir::Value b);
 
+/// The largest power of two that the first byte of `memref`'s view is
+/// known to be a multiple of (1 where nothing is known): the aligned
+/// pointer of its root (an allocation, or a public function's argument, at
+/// a multiple of `bufferAlignment`, the runtime's promise; a private
+/// function's argument as aligned as every call's operand) moved by static
+/// views.
+int64_t knownAlignment(mlir::Value memref, int64_t bufferAlignment);
+
 /// While one lives, the questions above asked on this thread find the calls
 /// of a private function (whose arguments alias where its calls' operands
 /// do) once: for a pass that asks many of a module whose calls it does not

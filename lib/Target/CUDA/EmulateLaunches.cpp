@@ -5,6 +5,7 @@
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Lowering/Memrefs.h"
 #include "weft/Target/CUDA/Passes.h"
+#include "weft/runtime/Contract.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -30,6 +31,12 @@ namespace {
 /// The runtime's check (runtime/lib/EmulatedDevice.cpp): base, address,
 /// bytes, whether it writes, the kernel's name; all i64.
 constexpr llvm::StringLiteral kCheckAccess = "weft_emulation_check_access";
+
+/// The runtime's check of a stated alignment (runtime/lib/EmulatedDevice.cpp):
+/// the address of a buffer's first byte, the alignment, the kernel's name;
+/// all i64.
+constexpr llvm::StringLiteral kCheckAlignment =
+    "weft_emulation_check_alignment";
 
 /// The runtime's mark of a launch's start (runtime/lib/EmulatedDevice.cpp):
 /// the launch's place in the kernel report (weft.launch_id), an i64; the
@@ -110,6 +117,10 @@ public:
   /// device memory in `launch`, which its messages call `name`; fails at
   /// an access it cannot check.
   LogicalResult instrument(gpu::LaunchOp launch, StringRef name);
+  /// Replaces each alignment `launch` states of a buffer
+  /// (weft-gpu-assume-alignment) with a call of the runtime's check: a
+  /// wrong one would make the kernel's accesses poison on a GPU.
+  void checkAlignments(gpu::LaunchOp launch, StringRef name);
 
 private:
   ModuleOp module;
@@ -121,7 +132,56 @@ private:
   void checkAccess(OpBuilder &b, Location loc, Value memref, ValueRange indices,
                    bool isWrite, Value name);
   void declareCheck();
+  /// The address of the first byte of `memref`'s view, as index.
+  Value firstByte(OpBuilder &b, Location loc, Value memref);
 };
+
+Value AccessChecker::firstByte(OpBuilder &b, Location loc, Value memref) {
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value bytes = arith::ConstantIndexOp::create(
+      b, loc, weft::elementBytes(memref.getType()));
+  return arith::AddIOp::create(
+      b, loc, base, arith::MulIOp::create(b, loc, metadata.getOffset(), bytes));
+}
+
+void AccessChecker::checkAlignments(gpu::LaunchOp launch,
+                                    StringRef kernelName) {
+  SmallVector<memref::AssumeAlignmentOp> assumptions;
+  launch.getBody().walk(
+      [&](memref::AssumeAlignmentOp op) { assumptions.push_back(op); });
+  if (assumptions.empty())
+    return;
+  OpBuilder b(launch);
+  if (!module.lookupSymbol(kCheckAlignment)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    Type i64 = b.getI64Type();
+    auto check = func::FuncOp::create(b, module.getLoc(), kCheckAlignment,
+                                      b.getFunctionType({i64, i64, i64}, {}));
+    check.setPrivate();
+  }
+  Value name = stringAddress(b, launch, kernelName);
+  for (memref::AssumeAlignmentOp assumption : assumptions) {
+    Value buffer = assumption.getMemref();
+    // A buffer the kernel takes from host code is checked once, before it.
+    if (launch.getBody().isAncestor(buffer.getParentRegion()))
+      b.setInsertionPoint(assumption);
+    else
+      b.setInsertionPoint(launch);
+    Location loc = assumption.getLoc();
+    auto i64 = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+    };
+    Value alignment = arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                                   assumption.getAlignment());
+    func::CallOp::create(
+        b, loc, kCheckAlignment, TypeRange(),
+        ValueRange{i64(firstByte(b, loc, buffer)), alignment, name});
+    assumption.replaceAllUsesWith(buffer);
+    assumption.erase();
+  }
+}
 
 void AccessChecker::declareCheck() {
   if (module.lookupSymbol(kCheckAccess))
@@ -648,6 +708,7 @@ struct WeftGpuEmulateLaunchesPass
         auto host = launch->getParentOfType<func::FuncOp>();
         int64_t index = launchesPerFunction[host]++;
         std::string name = describeLaunch(launch, index);
+        checker.checkAlignments(launch, name);
         launch = outlineLaunch(
             launch,
             (host.getSymName() + "_kernel_" + std::to_string(index)).str(),
@@ -661,9 +722,11 @@ struct WeftGpuEmulateLaunchesPass
             return signalPassFailure();
         }
       } else if (auto alloc = dyn_cast<gpu::AllocOp>(op)) {
+        // As aligned as the runtime's device allocations.
         rewriter.replaceOpWithNewOp<memref::AllocOp>(
             alloc, alloc.getMemref().getType(), alloc.getDynamicSizes(),
-            alloc.getSymbolOperands());
+            alloc.getSymbolOperands(),
+            rewriter.getI64IntegerAttr(weft::runtime::kDeviceBufferAlignment));
       } else if (auto dealloc = dyn_cast<gpu::DeallocOp>(op)) {
         rewriter.replaceOpWithNewOp<memref::DeallocOp>(dealloc,
                                                        dealloc.getMemref());

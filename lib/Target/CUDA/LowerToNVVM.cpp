@@ -34,11 +34,12 @@ static std::string kernelsPipeline(const weft::LoweringOptions &options,
          "},"
          "weft-strided-copies-to-loops,"
          "func.func(weft-gpu-row-reductions,weft-gpu-tiled-transposes),"
-         "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel,"
-         "weft-gpu-launch-loops),"
+         "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel),"
+         "weft-gpu-launch-loops,"
          "weft-gpu-merge-launches{max-parameter-bytes=" +
          std::to_string(weft::kCudaMaxParameterBytes) +
-         "},weft-gpu-device-memory,weft-gpu-kernel-report,";
+         "},weft-gpu-device-memory,weft-gpu-assume-alignment,"
+         "weft-gpu-kernel-report,";
 }
 
 void weft::buildLowerToNVVMPipeline(OpPassManager &pm,

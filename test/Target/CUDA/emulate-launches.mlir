@@ -9,7 +9,7 @@
 // The launch runs as a function of its own, never inlined: it takes the
 // values it uses and copies the constants.
 // CHECK-LABEL: func.func @launch
-// CHECK:         %[[HOSTBUF:.*]] = memref.alloc() : memref<8xf32>
+// CHECK:         %[[HOSTBUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
 // CHECK-NEXT:    call @launch_kernel_0(%[[HOSTBUF]]) : (memref<8xf32>) -> ()
 // CHECK-NEXT:    memref.copy %[[HOSTBUF]], %arg0
 // CHECK-NEXT:    memref.dealloc %[[HOSTBUF]]
@@ -242,5 +242,41 @@ func.func @merged(%x: memref<8xf32>, %y: memref<4xf32>) {
   } {weft.block_segments = array<i64: 0, 2>}
   gpu.memcpy %x, %bx_ : memref<8xf32>, memref<8xf32>
   gpu.memcpy %y, %by_ : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+// A stated alignment becomes the runtime's check of it, made before the
+// launch for a buffer the kernel takes from host code: the address of the
+// view's first byte (aligned pointer + offset * 4 bytes), the alignment,
+// the kernel's name. The kernel reads the buffer itself.
+// CHECK-LABEL: func.func private @weft_emulation_check_alignment(i64, i64, i64)
+// CHECK-LABEL: func.func @aligned
+// CHECK:         %[[VIEW:.*]] = memref.subview
+// CHECK:         %[[NAMES:.*]] = memref.get_global @__weft_kernel_name_
+// CHECK:         %[[NAME:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK:         %[[ALIGN:.*]] = arith.constant 16 : i64
+// CHECK:         %[[BASE:.*]], %[[OFFSET:.*]], %{{.*}}, %{{.*}} = memref.extract_strided_metadata %[[VIEW]]
+// CHECK:         %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %[[VIEW]]
+// CHECK:         %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         %[[SKIP:.*]] = arith.muli %[[OFFSET]], %[[C4]]
+// CHECK:         %[[FIRST:.*]] = arith.addi %[[PTR]], %[[SKIP]]
+// CHECK:         %[[ADDRESS:.*]] = arith.index_cast %[[FIRST]] : index to i64
+// CHECK:         call @weft_emulation_check_alignment(%[[ADDRESS]], %[[ALIGN]], %[[NAME]])
+// CHECK:         call @aligned_kernel_0(%[[VIEW]])
+// CHECK:       func.func private @aligned_kernel_0
+// CHECK-NOT:     memref.assume_alignment
+// CHECK:         return
+func.func @aligned(%x: memref<16xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %one = arith.constant 1.0 : f32
+  %view = memref.subview %x[4] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1], offset: 4>>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    %a = memref.assume_alignment %view, 16 : memref<4xf32, strided<[1], offset: 4>>
+    memref.store %one, %a[%tx] : memref<4xf32, strided<[1], offset: 4>>
+    gpu.terminator
+  }
   return
 }

@@ -1,4 +1,4 @@
-// RUN: weft-opt %s --weft-lower-to-nvvm=format=isa | FileCheck %s
+// RUN: weft-opt %s -split-input-file --weft-lower-to-nvvm=format=isa | FileCheck %s
 
 // The whole CUDA lowering of a bias add and a softmax: temporaries in
 // device memory, one kernel per loop nest or row launched from the host code
@@ -20,4 +20,17 @@ func.func @main(%x: tensor<4x32xf32>, %b: tensor<32xf32>) -> tensor<4x32xf32> {
   %0 = weft.add %x, %b : tensor<4x32xf32>, tensor<32xf32>
   %1 = weft.softmax %0 {axis = 1} : tensor<4x32xf32>
   return %1 : tensor<4x32xf32>
+}
+
+// -----
+
+// A bias add over 512 x 1024 elements: each thread adds four neighbours
+// (weft-gpu-launch-loops) of buffers the kernel is told are 64-byte aligned
+// (weft-gpu-assume-alignment: the runtime's buffers), which NVPTX reads
+// and writes with 128-bit accesses.
+// CHECK-LABEL: llvm.func @wide
+// CHECK:       gpu.binary @wide_kernel {{.*}}.target sm_90{{.*}}.entry wide_kernel{{.*}}ld.global.v4.b32{{.*}}ld.global.v4.b32{{.*}}add.rn.f32{{.*}}st.global.v4.b32
+func.func @wide(%x: tensor<512x1024xf32>, %b: tensor<1024xf32>) -> tensor<512x1024xf32> {
+  %0 = weft.add %x, %b : tensor<512x1024xf32>, tensor<1024xf32>
+  return %0 : tensor<512x1024xf32>
 }

@@ -5,7 +5,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def WeftGpuLaunchLoops : Pass<"weft-gpu-launch-loops", "::mlir::func::FuncOp"> {
+def WeftGpuLaunchLoops : Pass<"weft-gpu-launch-loops", "::mlir::ModuleOp"> {
   let summary = "Run each loop nest of host code as a GPU kernel";
   let description = [{
     After bufferization every computation of a host function is a loop
@@ -15,7 +15,14 @@ def WeftGpuLaunchLoops : Pass<"weft-gpu-launch-loops", "::mlir::func::FuncOp"> {
       iteration space is linearized, blocks of `threads-per-block` threads
       cover it, and each thread recovers its indices by division (any rank,
       dynamic bounds, no grid-dimension limits); threads past the end do
-      nothing, and an empty space launches nothing;
+      nothing, and an empty space launches nothing. Where the body is
+      straight-line code that loads before it stores and the innermost
+      index only picks elements of unit-stride last dims, each thread takes
+      up to 16 bytes' worth of neighbouring elements of that dim (of its
+      narrowest element; at most 8, while `min-blocks` blocks remain): all
+      their loads first, then the arithmetic, then all their stores, which
+      NVPTX merges into 64- and 128-bit accesses where the buffers'
+      alignment is stated (`weft-gpu-assume-alignment`);
     - any other nest that touches memory (a sequential `scf.for`, a store)
       runs on one thread.
 
@@ -37,7 +44,10 @@ def WeftGpuLaunchLoops : Pass<"weft-gpu-launch-loops", "::mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"threadsPerBlock", "threads-per-block", "int64_t",
-           /*default=*/"256", "Threads of each block of a parallel loop">
+           /*default=*/"256", "Threads of each block of a parallel loop">,
+    Option<"minBlocks", "min-blocks", "int64_t", /*default=*/"132",
+           "Blocks a loop whose threads take several elements each keeps "
+           "(the GPU's SMs: 132 on an H100 or H200)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -234,6 +244,39 @@ def WeftGpuDeviceMemory : Pass<"weft-gpu-device-memory", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect"
   ];
+}
+
+def WeftGpuAssumeAlignment : Pass<"weft-gpu-assume-alignment", "::mlir::ModuleOp"> {
+  let summary = "State what is known of the alignment of each buffer a kernel reads";
+  let description = [{
+    NVPTX merges neighbouring accesses of a thread into one 64- or 128-bit
+    access (its load-store vectorizer) only where it knows their address is
+    aligned to the access's size; a kernel's buffers are parameters, whose
+    alignment it does not know. This pass states it: at the start of each
+    `gpu.launch`, a `memref.assume_alignment` for each buffer the kernel
+    takes from host code whose first byte is known to be at a multiple of
+    more than its element's size. What is known: the runtime gives an entry
+    (a public function) and each allocation buffers at multiples of
+    `kDeviceBufferAlignment` bytes (weft/runtime/Contract.h; the CUDA
+    runtime's come from `cuMemAlloc`, at 256), a private function's argument
+    is as aligned as every call's operand, and a static view moves the
+    first byte by its offset. The emulation checks each stated alignment
+    (`weft-gpu-emulate-launches`).
+
+    ```mlir
+    %arena = gpu.alloc () : memref<4096xi8>
+    %x = memref.view %arena[%c1024][] : memref<4096xi8> to memref<256xf32>
+    gpu.launch ... {
+      %v = memref.load %x[%i] : memref<256xf32>
+    }
+    // becomes
+    gpu.launch ... {
+      %x64 = memref.assume_alignment %x, 64 : memref<256xf32>
+      %v = memref.load %x64[%i] : memref<256xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
 def WeftGpuKernelReport : Pass<"weft-gpu-kernel-report", "::mlir::ModuleOp"> {

@@ -206,6 +206,11 @@ struct ManifestTraining {
 constexpr const char *kCpuDevice = "cpu";
 constexpr const char *kCudaDevice = "cuda";
 constexpr const char *kEmulatedCudaDevice = "cuda-emulation";
+/// A device that does not share host memory (the CUDA GPU, its emulation)
+/// gives an entry buffers of its own, and compiled code's allocations
+/// blocks of its own, each at a multiple of this many bytes: the CUDA
+/// target's kernels state it of their buffers, for 128-bit accesses.
+constexpr int64_t kDeviceBufferAlignment = 64;
 
 /// The exit status of an executable built for a CUDA GPU on a machine that
 /// has none (EX_UNAVAILABLE), told apart from its other errors (1).
