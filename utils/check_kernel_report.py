@@ -17,6 +17,7 @@ any fails.
   --no-undersized           no launch of more than 64 K elements of work on
                             fewer blocks than the GPU has multiprocessors
   --min-mfu F               predicted MFU at least F
+  --max-hbm-bytes N         at most N bytes read and written per step
   --forbid-elements N       no buffer of N elements (b*h*s*s scores)
   --at-most N:K             at most K buffers of N elements (tokens*vocab:
                             the logits alone)
@@ -94,6 +95,7 @@ def main():
     parser.add_argument("--max-launches", type=int)
     parser.add_argument("--no-undersized", action="store_true")
     parser.add_argument("--min-mfu", type=float)
+    parser.add_argument("--max-hbm-bytes", type=float)
     parser.add_argument("--forbid-elements", type=int, action="append", default=[])
     parser.add_argument("--at-most", action="append", default=[])
     args = parser.parse_args()
@@ -133,6 +135,10 @@ def main():
         mfu = report["step"]["flops"] / seconds / gpu["peak_bf16_flops"] if seconds else 0
         ok &= check(f"predicted MFU on {gpu['name']}", mfu >= args.min_mfu,
                     f"{mfu:.2%} (at least {args.min_mfu:.0%}); step {seconds * 1e3:.4g} ms")
+    if args.max_hbm_bytes is not None:
+        moved = sum((l["bytes_read"] + l["bytes_written"]) * l["runs"] for l in launches)
+        ok &= check("HBM bytes per step", moved <= args.max_hbm_bytes,
+                    f"{moved / 1e9:.4g} GB (at most {args.max_hbm_bytes / 1e9:.4g} GB)")
     for elements in args.forbid_elements:
         found = [b["type"] for b in report["buffers"] if b["elements"] == elements]
         ok &= check(f"no buffer of {elements} elements", not found,

@@ -80,6 +80,25 @@ bool isPlainElementwise(Operation *op) {
   });
 }
 
+/// A generic that only widens each element exactly (bf16 or f16 to f32, a
+/// float to f64): a cast, as convert-weft-to-linalg writes one.
+bool isExactWidening(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || !isPlainElementwise(generic) ||
+      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Block *body = generic.getBody();
+  auto widen = dyn_cast<arith::ExtFOp>(body->front());
+  auto from = widen ? dyn_cast<FloatType>(widen.getIn().getType()) : nullptr;
+  auto to = widen ? dyn_cast<FloatType>(widen.getType()) : nullptr;
+  return from && to && (to.isF32() || to.isF64()) &&
+         widen.getIn() == body->getArgument(0) &&
+         body->getTerminator()->getOperand(0) == widen.getResult() &&
+         &body->front() == body->getTerminator()->getPrevNode();
+}
+
 /// A transpose that keeps the innermost dim in place (the attention's head
 /// views, [b, s, h, d] <-> [b, h, s, d]) becomes a generic, so that the casts
 /// and other elementwise work around it fuse into the copy: it needs no
@@ -136,7 +155,7 @@ struct FuseProducerWithOtherUsers : public OpRewritePattern<linalg::GenericOp> {
       return failure();
     for (OpOperand *operand : consumer.getDpsInputOperands()) {
       Operation *producer = operand->get().getDefiningOp();
-      if (!producer || producer->hasOneUse() ||
+      if (!producer || producer->hasOneUse() || isExactWidening(producer) ||
           !linalg::areElementwiseOpsFusable(operand) ||
           !fusesAsExtraResult(operand, producer))
         continue;
@@ -152,6 +171,50 @@ struct FuseProducerWithOtherUsers : public OpRewritePattern<linalg::GenericOp> {
       return success();
     }
     return failure();
+  }
+};
+
+/// A value widened for several elementwise ops (CSE merges the casts
+/// weft-sink-widening-casts gave each reader: a bf16 pre-activation read by
+/// GELU and by its gradient) is widened again in each of them, the cast
+/// fusing into each: stored, the wide copy would cost its bytes written
+/// once and read back by every other reader, for one conversion per
+/// element saved. A reader that cannot take the cast in shares the
+/// original.
+struct WideningPerReader : public OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp widening,
+                                PatternRewriter &rewriter) const override {
+    if (!widening.hasPureTensorSemantics() || widening->hasOneUse() ||
+        !isExactWidening(widening))
+      return failure();
+    SmallVector<OpOperand *> own;
+    bool shared = false;
+    for (OpOperand &use : widening->getUses()) {
+      auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (reader && !isContraction(reader) &&
+          linalg::areElementwiseOpsFusable(&use))
+        own.push_back(&use);
+      else
+        shared = true;
+    }
+    // Where every reader gets one, the original serves one of them.
+    if (!shared && !own.empty())
+      own.pop_back();
+    if (own.empty())
+      return failure();
+    for (OpOperand *use : own) {
+      rewriter.setInsertionPoint(use->getOwner());
+      IRMapping mapping;
+      Value init = widening.getOutputs()[0];
+      if (auto empty = init.getDefiningOp<tensor::EmptyOp>())
+        mapping.map(init, rewriter.clone(*empty)->getResult(0));
+      Operation *copy = rewriter.clone(*widening, mapping);
+      rewriter.modifyOpInPlace(use->getOwner(),
+                               [&] { use->set(copy->getResult(0)); });
+    }
+    return success();
   }
 };
 
@@ -218,7 +281,8 @@ struct WeftFuseElementwisePass
     };
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshapeControl);
     patterns.add<FillPerUser, FoldTransposeIntoGemm, FuseProducerWithOtherUsers,
-                 GeneralizeRowKeepingTranspose>(&getContext());
+                 GeneralizeRowKeepingTranspose, WideningPerReader>(
+        &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

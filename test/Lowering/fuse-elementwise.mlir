@@ -340,3 +340,41 @@ func.func @shared_fill(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4xf3
   } -> tensor<4xf32>
   return %1, %2 : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A widening cast several elementwise ops read (CSE merged the cast each
+// of them had: a bf16 pre-activation read by GELU and by its gradient) is
+// widened again in each, so no f32 copy is stored: two loops, each reading
+// the bf16 values.
+// CHECK-LABEL: func.func @widening_per_reader
+// CHECK:       %[[GELU:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<4x8xbf16>)
+// CHECK:         arith.extf
+// CHECK:         math.erf
+// CHECK:       %[[GRAD:.*]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x8xbf16>, tensor<4x8xf32>)
+// CHECK:         arith.extf
+// CHECK:         math.exp
+// CHECK-NOT:   linalg.generic
+// CHECK:       return %[[GELU]], %[[GRAD]]
+#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @widening_per_reader(%x: tensor<4x8xbf16>, %g: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %w = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xbf16>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %f = arith.extf %in : bf16 to f32
+    linalg.yield %f : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = math.erf %in : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %d = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%w, %g : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.mulf %a, %a : f32
+    %t = math.exp %s : f32
+    %m = arith.mulf %t, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  return %y, %d : tensor<4x8xf32>, tensor<4x8xf32>
+}

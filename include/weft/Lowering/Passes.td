@@ -136,7 +136,11 @@ def WeftFuseElementwise : Pass<"weft-fuse-elementwise"> {
     elements once and comes before every other user: the producer's
     values become an extra result of the fused op, which the other users
     read. An AdamW update, whose moments are both stored and read by the
-    parameter update, becomes one loop per parameter.
+    parameter update, becomes one loop per parameter. The exception is an
+    exact widening cast (bf16 to f32: one conversion per element), which
+    CSE makes one value for several readers (a bf16 pre-activation read by
+    GELU and by its gradient): each reader that can take it in gets a copy,
+    so that the wide values are never stored.
 
     What stands between two elementwise ops moves out of the way: a
     reshape (a GEMM's `[b * s, n]` result cast, then read as `[b, s, n]`)
