@@ -247,11 +247,7 @@ int64_t pointerAlignment(Value memref, int64_t bufferAlignment,
   }
   auto arg = cast<BlockArgument>(memref);
   auto function = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  if (!function || !arg.getOwner()->isEntryBlock())
-    return 1;
-  if (function.isPublic())
-    return bufferAlignment;
-  if (depth > 8)
+  if (!function || !arg.getOwner()->isEntryBlock() || depth > 8)
     return 1;
   CallSites calls;
   if (callSitesCache) {
@@ -262,7 +258,9 @@ int64_t pointerAlignment(Value memref, int64_t bufferAlignment,
   } else {
     calls = findCallSites(function);
   }
-  if (!calls || calls->empty())
+  // The runtime calls a public function (the entry) with buffers of its
+  // own; a call in the module passes its operand.
+  if (!calls || (calls->empty() && !function.isPublic()))
     return 1;
   int64_t alignment = bufferAlignment;
   for (func::CallOp call : *calls)
@@ -276,8 +274,11 @@ int64_t pointerAlignment(Value memref, int64_t bufferAlignment,
 
 int64_t weft::knownAlignment(Value memref, int64_t bufferAlignment) {
   auto type = cast<MemRefType>(memref.getType());
-  auto [strides, offset] = type.getStridesAndOffset();
-  if (ShapedType::isDynamic(offset))
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!type.getElementType().isIntOrFloat() ||
+      failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset))
     return 1;
   return powerOfTwoDividing(offset * weft::elementBytes(type),
                             pointerAlignment(memref, bufferAlignment, 0));

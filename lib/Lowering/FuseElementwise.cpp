@@ -99,6 +99,20 @@ bool isExactWidening(Operation *op) {
          &body->front() == body->getTerminator()->getPrevNode();
 }
 
+/// A widening several elementwise ops read, each of which can take it in:
+/// WideningPerReader gives each a copy, and nothing fuses into it or it
+/// into a reader before (its body would no longer be only the cast).
+bool isSharedWidening(Operation *op) {
+  if (!isExactWidening(op) || op->hasOneUse() ||
+      !cast<linalg::GenericOp>(op).hasPureTensorSemantics())
+    return false;
+  return llvm::all_of(op->getUses(), [](OpOperand &use) {
+    auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+    return reader && !isContraction(reader) &&
+           linalg::areElementwiseOpsFusable(&use);
+  });
+}
+
 /// A transpose that keeps the innermost dim in place (the attention's head
 /// views, [b, s, h, d] <-> [b, h, s, d]) becomes a generic, so that the casts
 /// and other elementwise work around it fuse into the copy: it needs no
@@ -151,11 +165,11 @@ struct FuseProducerWithOtherUsers : public OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp consumer,
                                 PatternRewriter &rewriter) const override {
-    if (isContraction(consumer))
+    if (isContraction(consumer) || isSharedWidening(consumer))
       return failure();
     for (OpOperand *operand : consumer.getDpsInputOperands()) {
       Operation *producer = operand->get().getDefiningOp();
-      if (!producer || producer->hasOneUse() || isExactWidening(producer) ||
+      if (!producer || producer->hasOneUse() || isSharedWidening(producer) ||
           !linalg::areElementwiseOpsFusable(operand) ||
           !fusesAsExtraResult(operand, producer))
         continue;
@@ -179,32 +193,20 @@ struct FuseProducerWithOtherUsers : public OpRewritePattern<linalg::GenericOp> {
 /// GELU and by its gradient) is widened again in each of them, the cast
 /// fusing into each: stored, the wide copy would cost its bytes written
 /// once and read back by every other reader, for one conversion per
-/// element saved. A reader that cannot take the cast in shares the
-/// original.
+/// element saved. Where some reader cannot take the cast in, the wide
+/// values are stored anyway and the cast fuses into its first reader as an
+/// extra result (FuseProducerWithOtherUsers).
 struct WideningPerReader : public OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(linalg::GenericOp widening,
                                 PatternRewriter &rewriter) const override {
-    if (!widening.hasPureTensorSemantics() || widening->hasOneUse() ||
-        !isExactWidening(widening))
+    if (!isSharedWidening(widening))
       return failure();
-    SmallVector<OpOperand *> own;
-    bool shared = false;
-    for (OpOperand &use : widening->getUses()) {
-      auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
-      if (reader && !isContraction(reader) &&
-          linalg::areElementwiseOpsFusable(&use))
-        own.push_back(&use);
-      else
-        shared = true;
-    }
-    // Where every reader gets one, the original serves one of them.
-    if (!shared && !own.empty())
-      own.pop_back();
-    if (own.empty())
-      return failure();
-    for (OpOperand *use : own) {
+    // The original serves the last reader.
+    SmallVector<OpOperand *> uses = llvm::to_vector(llvm::map_range(
+        widening->getUses(), [](OpOperand &use) { return &use; }));
+    for (OpOperand *use : ArrayRef<OpOperand *>(uses).drop_back()) {
       rewriter.setInsertionPoint(use->getOwner());
       IRMapping mapping;
       Value init = widening.getOutputs()[0];
@@ -264,7 +266,8 @@ struct WeftFuseElementwisePass
     // extra result (FuseProducerWithOtherUsers).
     linalg::ControlFusionFn control = [](OpOperand *fused) {
       Operation *producer = fused->get().getDefiningOp();
-      return !isContraction(fused->getOwner()) && producer &&
+      return !isContraction(fused->getOwner()) &&
+             !isSharedWidening(fused->getOwner()) && producer &&
              producer->hasOneUse();
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
@@ -281,8 +284,9 @@ struct WeftFuseElementwisePass
     };
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshapeControl);
     patterns.add<FillPerUser, FoldTransposeIntoGemm, FuseProducerWithOtherUsers,
-                 GeneralizeRowKeepingTranspose, WideningPerReader>(
-        &getContext());
+                 GeneralizeRowKeepingTranspose>(&getContext());
+    // Before anything fuses into a shared widening or it into a reader.
+    patterns.add<WideningPerReader>(&getContext(), /*benefit=*/2);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -72,12 +72,20 @@ extern "C" void memrefCopy(int64_t elementSize, UnrankedDescriptor *source,
 
 #include "DeviceAllocations.h"
 
+#include "weft/runtime/Contract.h"
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
 
 namespace {
 constexpr size_t kHeader = 64;
+// Blocks start at 64-byte boundaries (aligned_alloc(64) plus the header):
+// the CUDA target's kernels rely on it under the emulation.
+static_assert(kHeader % weft::runtime::kDeviceBufferAlignment == 0 &&
+                  64 % weft::runtime::kDeviceBufferAlignment == 0,
+              "emulated device allocations must be kDeviceBufferAlignment "
+              "aligned");
 std::mutex cacheMutex;
 std::multimap<size_t, void *> &freeBlocks() {
   static auto *blocks = new std::multimap<size_t, void *>();

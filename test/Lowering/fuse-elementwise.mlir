@@ -378,3 +378,53 @@ func.func @widening_per_reader(%x: tensor<4x8xbf16>, %g: tensor<4x8xf32>) -> (te
   } -> tensor<4x8xf32>
   return %y, %d : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// The same where a generic computes the narrow values (a bf16 bias add)
+// and the second reader also reads a reduction of the first's result, so
+// the two cannot become one loop: nothing fuses into the shared cast
+// before each reader has its own, and what is stored between them is the
+// bf16 sum, which each reader widens (the erf fuses into the reduction).
+// CHECK-LABEL: func.func @widening_of_generic_per_reader
+// CHECK:       %[[SUM:.*]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x8xbf16>, tensor<4x8xbf16>) outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK:       %[[ROWS:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<4x8xbf16>)
+// CHECK:         arith.extf
+// CHECK:         math.erf
+// CHECK:       %[[SECOND:.*]] = linalg.generic {{.*}} ins(%[[SUM]], %arg2, %[[ROWS]] : tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4xf32>)
+// CHECK:         arith.extf
+// CHECK-NOT:   linalg.generic
+// CHECK:       return %[[ROWS]], %[[SECOND]]
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @widening_of_generic_per_reader(%x: tensor<4x8xbf16>, %b: tensor<4x8xbf16>, %g: tensor<4x8xf32>, %init: tensor<4xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %n = tensor.empty() : tensor<4x8xbf16>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %sum = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<4x8xbf16>, tensor<4x8xbf16>) outs(%n : tensor<4x8xbf16>) {
+  ^bb0(%p: bf16, %q: bf16, %out: bf16):
+    %s = arith.addf %p, %q : bf16
+    linalg.yield %s : bf16
+  } -> tensor<4x8xbf16>
+  %w = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%sum : tensor<4x8xbf16>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %f = arith.extf %in : bf16 to f32
+    linalg.yield %f : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = math.erf %in : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#map, #row], iterator_types = ["parallel", "reduction"]} ins(%y : tensor<4x8xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %d = linalg.generic {indexing_maps = [#map, #map, #row, #map], iterator_types = ["parallel", "parallel"]} ins(%w, %g, %r : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %c: f32, %s: f32, %out: f32):
+    %m = arith.mulf %a, %c : f32
+    %t = arith.addf %m, %s : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  return %r, %d : tensor<4xf32>, tensor<4x8xf32>
+}

@@ -36,10 +36,10 @@ bool rootsMayAlias(mlir::Value a, mlir::Value b);
 
 /// The largest power of two that the first byte of `memref`'s view is
 /// known to be a multiple of (1 where nothing is known): the aligned
-/// pointer of its root (an allocation, or a public function's argument, at
-/// a multiple of `bufferAlignment`, the runtime's promise; a private
-/// function's argument as aligned as every call's operand) moved by static
-/// views.
+/// pointer of its root (an allocation at a multiple of `bufferAlignment`,
+/// the runtime's promise; a function's argument as aligned as every call's
+/// operand, a public function's, the entry's, also as the runtime's
+/// buffers) moved by static views.
 int64_t knownAlignment(mlir::Value memref, int64_t bufferAlignment);
 
 /// While one lives, the questions above asked on this thread find the calls

@@ -139,8 +139,9 @@ def WeftFuseElementwise : Pass<"weft-fuse-elementwise"> {
     parameter update, becomes one loop per parameter. The exception is an
     exact widening cast (bf16 to f32: one conversion per element), which
     CSE makes one value for several readers (a bf16 pre-activation read by
-    GELU and by its gradient): each reader that can take it in gets a copy,
-    so that the wide values are never stored.
+    GELU and by its gradient): where every reader is elementwise work that
+    can take it in, each gets a copy, so that the wide values are never
+    stored.
 
     What stands between two elementwise ops moves out of the way: a
     reshape (a GEMM's `[b * s, n]` result cast, then read as `[b, s, n]`)

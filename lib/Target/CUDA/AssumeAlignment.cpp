@@ -41,7 +41,11 @@ int64_t knownMultiple(Value index, int64_t cap) {
 /// takes of a buffer whose first byte is at a multiple of `alignment`.
 int64_t subviewAlignment(memref::SubViewOp view, int64_t alignment) {
   auto source = view.getSource().getType();
-  auto [strides, offset] = source.getStridesAndOffset();
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!source.getElementType().isIntOrFloat() ||
+      failed(source.getStridesAndOffset(strides, offset)))
+    return 1;
   int64_t bytes = weft::elementBytes(source);
   for (auto [at, stride] : llvm::zip(view.getMixedOffsets(), strides)) {
     if (ShapedType::isDynamic(stride))
@@ -76,7 +80,7 @@ struct WeftGpuAssumeAlignmentPass
     : public weft::impl::WeftGpuAssumeAlignmentBase<
           WeftGpuAssumeAlignmentPass> {
   void runOnOperation() override {
-    weft::CallSitesCache calls;
+    weft::CallSitesCache cacheCallSites;
     getOperation().walk([&](gpu::LaunchOp launch) {
       llvm::SetVector<Value> captured;
       getUsedValuesDefinedAbove(launch.getBody(), captured);

@@ -5,7 +5,6 @@
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Lowering/Memrefs.h"
 #include "weft/Target/CUDA/Passes.h"
-#include "weft/runtime/Contract.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -722,11 +721,11 @@ struct WeftGpuEmulateLaunchesPass
             return signalPassFailure();
         }
       } else if (auto alloc = dyn_cast<gpu::AllocOp>(op)) {
-        // As aligned as the runtime's device allocations.
+        // The CPU runtime's blocks are at kDeviceBufferAlignment already:
+        // an alignment here would pad the block the bounds check sees.
         rewriter.replaceOpWithNewOp<memref::AllocOp>(
             alloc, alloc.getMemref().getType(), alloc.getDynamicSizes(),
-            alloc.getSymbolOperands(),
-            rewriter.getI64IntegerAttr(weft::runtime::kDeviceBufferAlignment));
+            alloc.getSymbolOperands());
       } else if (auto dealloc = dyn_cast<gpu::DeallocOp>(op)) {
         rewriter.replaceOpWithNewOp<memref::DeallocOp>(dealloc,
                                                        dealloc.getMemref());

@@ -98,8 +98,10 @@ int64_t elementsPerThread(scf::ParallelOp loop, ArrayRef<Value> trips,
     if (!buffer || use.getOperandNumber() + 1 != access->getNumOperands())
       return 1;
     auto type = cast<MemRefType>(buffer.getType());
-    auto [strides, offset] = type.getStridesAndOffset();
-    if (strides.back() != 1)
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
       return 1;
     int64_t bytes = weft::elementBytes(type);
     narrowest = narrowest ? std::min(narrowest, bytes) : bytes;
@@ -398,8 +400,11 @@ void LoopLauncher::launchParallel(scf::ParallelOp loop) {
     op.setOperands(op.getNumOperands() - at.size(), at.size(),
                    positions[k - offsets.begin()]);
   }
-  for (Value offset : llvm::drop_begin(offsets))
+  // The innermost index was only ever the last index of an access.
+  for (Value offset : llvm::drop_begin(offsets)) {
+    assert(offset.use_empty() && "an element's index is still read");
     offset.getDefiningOp()->erase();
+  }
   groupAccesses(body.thenBlock());
   loop.erase();
 }
@@ -435,7 +440,7 @@ struct WeftGpuLaunchLoopsPass
     }
     // Whether two buffers may share bytes is asked of the calls of the
     // functions they are arguments of: one function at a time.
-    weft::CallSitesCache calls;
+    weft::CallSitesCache cacheCallSites;
     LoopLauncher launcher(threadsPerBlock, minBlocks);
     for (auto function : getOperation().getOps<func::FuncOp>())
       if (!function.isExternal() &&

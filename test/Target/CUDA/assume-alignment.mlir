@@ -117,3 +117,30 @@ func.func @neighbours(%x: memref<8x64xf32>, %y: memref<8x64xf32>) {
   }
   return
 }
+
+// -----
+
+// A public function the module also calls is as aligned as those calls'
+// operands too, not only as the runtime's buffers: here a view at byte 4.
+// CHECK-LABEL: func.func @called_entry
+// CHECK:         gpu.launch
+// CHECK-NOT:       memref.assume_alignment
+// CHECK:           gpu.terminator
+func.func @called_entry(%x: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    memref.store %one, %x[%tx] : memref<64xf32>
+    gpu.terminator
+  }
+  return
+}
+func.func @caller() {
+  %c4 = arith.constant 4 : index
+  %arena = gpu.alloc () : memref<1024xi8>
+  %c = memref.view %arena[%c4][] : memref<1024xi8> to memref<64xf32>
+  call @called_entry(%c) : (memref<64xf32>) -> ()
+  gpu.dealloc %arena : memref<1024xi8>
+  return
+}

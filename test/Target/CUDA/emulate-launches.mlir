@@ -9,7 +9,7 @@
 // The launch runs as a function of its own, never inlined: it takes the
 // values it uses and copies the constants.
 // CHECK-LABEL: func.func @launch
-// CHECK:         %[[HOSTBUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+// CHECK:         %[[HOSTBUF:.*]] = memref.alloc() : memref<8xf32>
 // CHECK-NEXT:    call @launch_kernel_0(%[[HOSTBUF]]) : (memref<8xf32>) -> ()
 // CHECK-NEXT:    memref.copy %[[HOSTBUF]], %arg0
 // CHECK-NEXT:    memref.dealloc %[[HOSTBUF]]
