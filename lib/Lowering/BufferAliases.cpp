@@ -107,6 +107,16 @@ CallSites findCallSites(func::FuncOp function) {
 /// The call sites found while a weft::CallSitesCache lives on this thread.
 thread_local llvm::DenseMap<Operation *, CallSites> *callSitesCache = nullptr;
 
+/// The calls of `function`, from the cache where one lives.
+CallSites callSitesOf(func::FuncOp function) {
+  if (!callSitesCache)
+    return findCallSites(function);
+  auto [it, inserted] = callSitesCache->try_emplace(function);
+  if (inserted)
+    it->second = findCallSites(function);
+  return it->second;
+}
+
 bool argumentsMayAlias(BlockArgument a, BlockArgument b, unsigned depth) {
   auto function = cast<func::FuncOp>(a.getOwner()->getParentOp());
   if (function.isPublic())
@@ -114,15 +124,7 @@ bool argumentsMayAlias(BlockArgument a, BlockArgument b, unsigned depth) {
   if (depth > 8)
     return true;
   // A copy: the questions below may add to the cache, moving its entries.
-  CallSites calls;
-  if (callSitesCache) {
-    auto [it, inserted] = callSitesCache->try_emplace(function);
-    if (inserted)
-      it->second = findCallSites(function);
-    calls = it->second;
-  } else {
-    calls = findCallSites(function);
-  }
+  CallSites calls = callSitesOf(function);
   if (!calls)
     return true;
   for (func::CallOp call : *calls)
@@ -249,15 +251,7 @@ int64_t pointerAlignment(Value memref, int64_t bufferAlignment,
   auto function = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!function || !arg.getOwner()->isEntryBlock() || depth > 8)
     return 1;
-  CallSites calls;
-  if (callSitesCache) {
-    auto [it, inserted] = callSitesCache->try_emplace(function);
-    if (inserted)
-      it->second = findCallSites(function);
-    calls = it->second;
-  } else {
-    calls = findCallSites(function);
-  }
+  CallSites calls = callSitesOf(function);
   // The runtime calls a public function (the entry) with buffers of its
   // own; a call in the module passes its operand.
   if (!calls || (calls->empty() && !function.isPublic()))

@@ -113,6 +113,20 @@ bool isSharedWidening(Operation *op) {
   });
 }
 
+/// Makes `use` read a copy of `op` (a destination-style op of one result)
+/// made right before its reader, with a fresh empty init where `op` had one.
+void readCopyOf(DestinationStyleOpInterface op, OpOperand &use,
+                PatternRewriter &rewriter) {
+  rewriter.setInsertionPoint(use.getOwner());
+  IRMapping mapping;
+  Value init = op.getDpsInits()[0];
+  if (auto empty = init.getDefiningOp<tensor::EmptyOp>())
+    mapping.map(init, rewriter.clone(*empty)->getResult(0));
+  Operation *copy = rewriter.clone(*op, mapping);
+  rewriter.modifyOpInPlace(use.getOwner(),
+                           [&] { use.set(copy->getResult(0)); });
+}
+
 /// A transpose that keeps the innermost dim in place (the attention's head
 /// views, [b, s, h, d] <-> [b, h, s, d]) becomes a generic, so that the casts
 /// and other elementwise work around it fuse into the copy: it needs no
@@ -207,14 +221,7 @@ struct WideningPerReader : public OpRewritePattern<linalg::GenericOp> {
     SmallVector<OpOperand *> uses = llvm::to_vector(llvm::map_range(
         widening->getUses(), [](OpOperand &use) { return &use; }));
     for (OpOperand *use : ArrayRef<OpOperand *>(uses).drop_back()) {
-      rewriter.setInsertionPoint(use->getOwner());
-      IRMapping mapping;
-      Value init = widening.getOutputs()[0];
-      if (auto empty = init.getDefiningOp<tensor::EmptyOp>())
-        mapping.map(init, rewriter.clone(*empty)->getResult(0));
-      Operation *copy = rewriter.clone(*widening, mapping);
-      rewriter.modifyOpInPlace(use->getOwner(),
-                               [&] { use->set(copy->getResult(0)); });
+      readCopyOf(widening, *use, rewriter);
     }
     return success();
   }
@@ -243,14 +250,7 @@ struct FillPerUser : public OpRewritePattern<linalg::FillOp> {
         return a->getOwner()->isBeforeInBlock(b->getOwner());
       });
     for (OpOperand *use : ArrayRef<OpOperand *>(uses).drop_front()) {
-      rewriter.setInsertionPoint(use->getOwner());
-      IRMapping mapping;
-      Value init = fill.getOutputs()[0];
-      if (auto empty = init.getDefiningOp<tensor::EmptyOp>())
-        mapping.map(init, rewriter.clone(*empty)->getResult(0));
-      Operation *copy = rewriter.clone(*fill, mapping);
-      rewriter.modifyOpInPlace(use->getOwner(),
-                               [&] { use->set(copy->getResult(0)); });
+      readCopyOf(fill, *use, rewriter);
     }
     return success();
   }

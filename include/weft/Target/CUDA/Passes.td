@@ -258,8 +258,9 @@ def WeftGpuAssumeAlignment : Pass<"weft-gpu-assume-alignment", "::mlir::ModuleOp
     more than its element's size. What is known: the runtime gives an entry
     (a public function) and each allocation buffers at multiples of
     `kDeviceBufferAlignment` bytes (weft/runtime/Contract.h; the CUDA
-    runtime's come from `cuMemAlloc`, at 256), a private function's argument
-    is as aligned as every call's operand, and a static view moves the
+    runtime's come from `cuMemAlloc`, at 256), a function's argument is as
+    aligned as every call's operand in the module (an entry's also as the
+    runtime's buffers), and a static view or a kernel's view moves the
     first byte by its offset. The emulation checks each stated alignment
     (`weft-gpu-emulate-launches`).
 
