@@ -34,6 +34,8 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--precision", default="f32",
                         help="weftc --precision (the reference stays f32)")
+    parser.add_argument("--gelu", choices=["erf", "tanh"], default="erf",
+                        help="the model's GELU (gen_gpt2.py --gelu)")
     args = parser.parse_args()
     here = pathlib.Path(__file__).parent
     with tempfile.TemporaryDirectory() as tmp:
@@ -42,7 +44,8 @@ def main():
         subprocess.run([sys.executable, args.gen, "--layers", str(args.layers),
                         "--hidden", str(args.hidden), "--heads", str(args.heads),
                         "--vocab", str(args.vocab), "--seq", str(args.seq),
-                        "--batch", str(args.batch), "-o", str(model)],
+                        "--batch", str(args.batch), "--gelu", args.gelu,
+                        "-o", str(model)],
                        check=True, capture_output=True)
         params = {t.name: numpy_helper.to_array(t)
                   for t in onnx.load(str(model)).graph.initializer
@@ -66,7 +69,8 @@ def main():
         subprocess.run([args.torch_python, str(here / "torch_gpt_gradients.py"),
                         str(work / "params.npz"), str(work / "ids.npy"),
                         str(work / "labels.npy"), str(work / "torch.npz"),
-                        "--layers", str(args.layers), "--heads", str(args.heads)],
+                        "--layers", str(args.layers), "--heads", str(args.heads),
+                        "--gelu", args.gelu],
                        check=True)
         reference = np.load(work / "torch.npz")
         passed = failed = 0

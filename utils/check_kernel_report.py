@@ -21,6 +21,8 @@ any fails.
   --forbid-elements N       no buffer of N elements (b*h*s*s scores)
   --at-most N:K             at most K buffers of N elements (tokens*vocab:
                             the logits alone)
+  --epilogue NAME:K         at least K GEMM calls per step whose epilogue is
+                            NAME ("bias + GELU", "GELU gradient", ...)
 """
 
 import argparse
@@ -98,6 +100,7 @@ def main():
     parser.add_argument("--max-hbm-bytes", type=float)
     parser.add_argument("--forbid-elements", type=int, action="append", default=[])
     parser.add_argument("--at-most", action="append", default=[])
+    parser.add_argument("--epilogue", action="append", default=[])
     args = parser.parse_args()
 
     with open(args.report) as f:
@@ -149,6 +152,12 @@ def main():
         count = sum(b["count"] for b in found)
         ok &= check(f"at most {most} buffers of {elements} elements", count <= most,
                     f"{count}: " + ", ".join(b["type"] for b in found))
+    for expected in args.epilogue:
+        name, least = expected.rsplit(":", 1)
+        count = sum(l["runs"] for l in launches
+                    if l["kind"] == "gemm" and l.get("epilogue") == name)
+        ok &= check(f"GEMMs with the {name} epilogue", count >= int(least),
+                    f"{count} per step (at least {least})")
     return 0 if ok else 1
 
 

@@ -236,6 +236,7 @@ void describeKernels(DictionaryAttr kernels, weft::ProgramReport &report) {
       launch.exact = flag(entry, "exact");
       launch.tensorCores = flag(entry, "tensor_cores");
       launch.tf32 = flag(entry, "tf32");
+      launch.epilogue = text(entry, "epilogue");
     }
   if (auto buffers = kernels.getAs<ArrayAttr>("buffers"))
     for (auto entry : buffers.getAsRange<DictionaryAttr>()) {

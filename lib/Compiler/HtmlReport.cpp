@@ -566,7 +566,10 @@ private:
       const weft::ProgramReport::Launch &launch = program.launches[i];
       std::string shape =
           launch.kind != "kernel"
-              ? escape(launch.library) + " " + shapeText(launch.shape)
+              ? escape(launch.library) + " " + shapeText(launch.shape) +
+                    (launch.epilogue.empty()
+                         ? ""
+                         : " (" + escape(launch.epilogue) + ")")
               : shapeText(launch.grid) + " x " + shapeText(launch.block);
       os << formatv("<tr><td class=\"n\">{0}</td><td>{1} in {2}</td><td>"
                     "{3}</td><td>{4}</td><td class=\"n\">{5}</td><td "

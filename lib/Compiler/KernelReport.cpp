@@ -115,6 +115,8 @@ llvm::json::Value weft::kernelReportJSON(const ProgramReport &program,
     } else {
       entry["library"] = launch.library;
       entry["shape"] = llvm::json::Array(launch.shape);
+      if (launch.kind == "gemm")
+        entry["epilogue"] = launch.epilogue;
     }
     if (launch.kind == "attention")
       entry["kernel_flops"] = launch.kernelFlops;

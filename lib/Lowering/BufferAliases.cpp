@@ -351,8 +351,8 @@ bool weft::isFusedAttentionCall(Operation *op, bool &backward) {
 bool weft::libraryCallWrites(Operation *call, unsigned index) {
   if (bool backward; isFusedAttentionCall(call, backward))
     return runtime::attentionOverwrites(backward, index);
-  // Flags not known: the bias may be written too.
-  int64_t flags = runtime::kGemmBiasGradient;
+  // Flags not known: the bias and aux may be written too.
+  int64_t flags = runtime::kGemmBiasGradient | runtime::kGemmGelu;
   if (call->getNumOperands() == runtime::kGemmOperands)
     flags = getConstantIntValue(call->getOperand(runtime::kGemmFlagsOperand))
                 .value_or(flags);

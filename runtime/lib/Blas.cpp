@@ -13,6 +13,7 @@
 
 #include "weft/runtime/Blas.h"
 #include "weft/runtime/Contract.h"
+#include "weft/runtime/Gelu.h"
 
 #include "Bf16.h"
 #include "StridedView.h"
@@ -299,11 +300,26 @@ const uint16_t *bf16BiasOf(void *descriptor) {
   return reinterpret_cast<const uint16_t *>(bias.aligned) + bias.offset;
 }
 
+/// Ends the run with one line where the GELU epilogues in `flags` do not
+/// apply to c (weft/runtime/Contract.h).
+void checkGeluEpilogue(int64_t flags, int64_t rankC, const View &c,
+                       int64_t cBytes) {
+  if (const char *refusal = weft::runtime::geluEpilogueRefusal(
+          flags, rankC, c.sizes[rankC - 1],
+          rankC >= 2 && c.strides[rankC - 1] == 1 ? c.strides[rankC - 2] : -1,
+          cBytes)) {
+    fprintf(stderr, "error: a GEMM's GELU epilogue %s\n", refusal);
+    fflush(nullptr);
+    std::_Exit(1);
+  }
+}
+
 /// Inputs widened to f32 (exactly) into an f32 c: the bias gradient's sums
 /// of b, the bias onto c, then the f32 GEMM.
 void widenedGemm(const Widened &a, const Widened &b, int64_t rankB,
                  int64_t rankC, void *descC, void *descBias, int64_t flags) {
   View c = viewOf(rankC, descC);
+  checkGeluEpilogue(flags, rankC, c, 4);
   if (flags & weft::runtime::kGemmBiasGradient)
     sumColumns(b.view, rankB, biasOf(descBias));
   bool accumulate =
@@ -318,8 +334,9 @@ void widenedGemm(const Widened &a, const Widened &b, int64_t rankB,
 /// does).
 extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC, int64_t,
-                              void *descBias, int64_t flags) {
+                              void *descBias, int64_t, void *, int64_t flags) {
   View c = viewOf(rankC, descC);
+  checkGeluEpilogue(flags, rankC, c, 4);
   if (flags & weft::runtime::kGemmBiasGradient)
     sumColumns(viewOf(rankB, descB), rankB, biasOf(descBias));
   bool accumulate =
@@ -336,7 +353,7 @@ extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
 /// inputs widened (exactly), then the f32 GEMM.
 extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                void *descB, int64_t rankC, void *descC, int64_t,
-                               void *descBias, int64_t flags) {
+                               void *descBias, int64_t, void *, int64_t flags) {
   widenedGemm(widen(rankA, descA), widen(rankB, descB), rankB, rankC, descC,
               descBias, flags);
 }
@@ -344,7 +361,7 @@ extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
 /// fp16 inputs accumulated in f32, as bf16's are.
 extern "C" void weft_gemm_f16(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC, int64_t,
-                              void *descBias, int64_t flags) {
+                              void *descBias, int64_t, void *, int64_t flags) {
   widenedGemm(widenHalf(rankA, descA), widenHalf(rankB, descB), rankB, rankC,
               descC, descBias, flags);
 }
@@ -356,7 +373,9 @@ extern "C" void weft_gemm_f16(int64_t rankA, void *descA, int64_t rankB,
 /// in f32 and rounded.
 extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
-                                    int64_t, void *descBias, int64_t flags) {
+                                    int64_t, void *descBias, int64_t rankAux,
+                                    void *descAux, int64_t flags) {
+  checkGeluEpilogue(flags, rankC, viewOf(rankC, descC), 2);
   Widened a = widen(rankA, descA), b = widen(rankB, descB);
   if (flags & weft::runtime::kGemmBiasGradient) {
     std::vector<float> sums(size_t(b.view.sizes[rankB - 1]));
@@ -372,6 +391,32 @@ extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
     return weft::runtime::bf16ToFloat(bf16BiasOf(descBias)[j]);
   });
   gemm(a.view, b.view, c.view, rankC, accumulate);
+  if (flags & (weft::runtime::kGemmGelu | weft::runtime::kGemmGeluGradient)) {
+    View cView = viewOf(rankC, descC), aux = viewOf(rankAux, descAux);
+    if (rankAux != rankC ||
+        !std::equal(aux.sizes, aux.sizes + rankAux, cView.sizes) ||
+        aux.strides[0] != cView.strides[0] || aux.strides[1] != 1) {
+      fprintf(stderr, "error: a GEMM's GELU epilogue needs an aux matrix of "
+                      "c's shape and layout\n");
+      fflush(nullptr);
+      std::_Exit(1);
+    }
+    auto *auxBits = reinterpret_cast<uint16_t *>(aux.aligned);
+    auto elements = int64_t(c.data.size());
+    bool forward = flags & weft::runtime::kGemmGelu;
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < elements; ++e) {
+      uint16_t &stored = auxBits[narrowIndex(aux, rankAux, e)];
+      float &sum = c.data[e];
+      if (forward) {
+        stored = weft::runtime::floatToBf16(sum);
+        sum = weft::runtime::geluTanh(sum);
+      } else {
+        sum *= weft::runtime::geluTanhDerivative(
+            weft::runtime::bf16ToFloat(stored));
+      }
+    }
+  }
   narrowInto(c, rankC, descC);
 }
 

@@ -406,11 +406,15 @@ enum class GemmInputs { F32, BF16, F16, BF16ToBF16 };
 
 /// cublasLtEpilogue_t (cublasLt.h).
 constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4,
-                   kEpilogueBiasGradientA = 256;
+                   kEpilogueBiasGradientA = 256, kEpilogueGeluAux = 32 | 128,
+                   kEpilogueGeluAuxBias = 32 | 128 | 4,
+                   kEpilogueGeluGradient = 64 | 128;
 
 /// One cuBLASLt matmul, column-major: d = op(x) op(y) (+ d), with
 /// `epilogue` (the bias added to each row of d, or the bias's gradient:
-/// each row of op(x) summed), `count` matrices `stride*` elements apart,
+/// each row of op(x) summed; GELU with its input stored in an aux matrix of
+/// leading dimension `auxLd`, or GELU's gradient at that input), `count`
+/// matrices `stride*` elements apart,
 /// its pointers aligned to `align*` bytes (at most 256: what the heuristic
 /// assumes unless told less).
 struct LtMatmul {
@@ -420,13 +424,15 @@ struct LtMatmul {
   int64_t rows, cols, inner;
   int64_t ldx, ldy, ldz;
   int64_t strideX, strideY, strideZ, count;
-  uint32_t alignX = 256, alignY = 256, alignZ = 256, alignBias = 256;
+  int64_t auxLd = 0;
+  uint32_t alignX = 256, alignY = 256, alignZ = 256, alignBias = 256,
+           alignAux = 256;
 
   auto key() const {
     return std::make_tuple(inputType, outputType, computeType, transX, transY,
                            epilogue, rows, cols, inner, ldx, ldy, ldz, strideX,
-                           strideY, strideZ, count, alignX, alignY, alignZ,
-                           alignBias);
+                           strideY, strideZ, count, auxLd, alignX, alignY,
+                           alignZ, alignBias, alignAux);
   }
 };
 
@@ -462,7 +468,7 @@ struct LtPlan {
 /// algorithm for it (an epilogue it does not fuse there), else the run ends
 /// with one line.
 const LtPlan *planFor(const LtMatmul &mm, const void *biasPointer,
-                      bool optional = false) {
+                      const void *auxPointer = nullptr, bool optional = false) {
   static std::map<decltype(mm.key()), LtPlan> plans;
   static std::mutex guard;
   std::lock_guard<std::mutex> lock(guard);
@@ -474,9 +480,10 @@ const LtPlan *planFor(const LtMatmul &mm, const void *biasPointer,
   // cudaDataType (library_types.h) and the enums of cublasLt.h.
   constexpr int kR32F = 0;
   constexpr int kTransA = 3, kTransB = 4, kEpilogue = 7, kBiasPointer = 8,
-                kBatchCount = 5, kStridedBatchOffset = 6,
-                kMaxWorkspaceBytes = 1, kMinAlignmentA = 5, kMinAlignmentB = 6,
-                kMinAlignmentC = 7, kMinAlignmentD = 8;
+                kAuxPointer = 11, kAuxLd = 12, kBatchCount = 5,
+                kStridedBatchOffset = 6, kMaxWorkspaceBytes = 1,
+                kMinAlignmentA = 5, kMinAlignmentB = 6, kMinAlignmentC = 7,
+                kMinAlignmentD = 8;
   auto ok = [&](int status, const char *what) {
     if (status != 0)
       failGemm(what, status, mm);
@@ -495,9 +502,18 @@ const LtPlan *planFor(const LtMatmul &mm, const void *biasPointer,
     ok(lt.descSetAttribute(plan.desc, kEpilogue, &mm.epilogue,
                            sizeof mm.epilogue),
        "cublasLtMatmulDescSetAttribute (EPILOGUE)");
-    ok(lt.descSetAttribute(plan.desc, kBiasPointer, &biasPointer,
-                           sizeof biasPointer),
-       "cublasLtMatmulDescSetAttribute (BIAS_POINTER)");
+    if (biasPointer)
+      ok(lt.descSetAttribute(plan.desc, kBiasPointer, &biasPointer,
+                             sizeof biasPointer),
+         "cublasLtMatmulDescSetAttribute (BIAS_POINTER)");
+    // Of D's type (the default AUX_DATA_TYPE), laid out as D.
+    if (auxPointer) {
+      ok(lt.descSetAttribute(plan.desc, kAuxPointer, &auxPointer,
+                             sizeof auxPointer),
+         "cublasLtMatmulDescSetAttribute (EPILOGUE_AUX_POINTER)");
+      ok(lt.descSetAttribute(plan.desc, kAuxLd, &mm.auxLd, sizeof mm.auxLd),
+         "cublasLtMatmulDescSetAttribute (EPILOGUE_AUX_LD)");
+    }
   }
   // A layout is of the matrix as stored: op() transposes it.
   auto layout = [&](BlasLt::Layout &into, int type, int64_t rows, int64_t cols,
@@ -591,7 +607,7 @@ int64_t collapseBatch(int64_t batchRank, std::vector<int64_t> &sizes,
 /// Returns when c is written: the kernels that follow run on other streams.
 void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
               void *descB, int64_t rankC, void *descC, void *descBias,
-              int64_t flags) {
+              int64_t rankAux, void *descAux, int64_t flags) {
   using weft::runtime::columnMajorLayout;
   using weft::runtime::View;
   View a = weft::runtime::viewOf(rankA, descA),
@@ -628,9 +644,11 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
   }
   if (m == 0 || n == 0)
     return;
-  if (k == 0 && (!(flags & weft::runtime::kGemmAccumulate) ||
-                 (flags & (weft::runtime::kGemmBias |
-                           weft::runtime::kGemmBiasGradient)))) {
+  if (k == 0 &&
+      (!(flags & weft::runtime::kGemmAccumulate) ||
+       (flags &
+        (weft::runtime::kGemmBias | weft::runtime::kGemmBiasGradient |
+         weft::runtime::kGemmGelu | weft::runtime::kGemmGeluGradient)))) {
     fprintf(stderr, "error: CUDA: a GEMM over k = 0 that writes c is not "
                     "supported\n");
     std::_Exit(1);
@@ -698,6 +716,32 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
         reinterpret_cast<char *>(bias.aligned) + bias.offset * outputBytes;
     mm.alignBias = alignmentOf(biasPointer);
   }
+  // GELU (after the bias) storing its input in aux, or GELU's gradient at
+  // aux: a matrix laid out as c (weft/runtime/Contract.h).
+  bool gelu = flags & weft::runtime::kGemmGelu,
+       geluGradient = flags & weft::runtime::kGemmGeluGradient;
+  char *auxPointer = nullptr;
+  if (gelu || geluGradient) {
+    View aux = weft::runtime::viewOf(rankAux, descAux);
+    const char *refusal = weft::runtime::geluEpilogueRefusal(
+        flags, rankC, n, c.strides[rankC - 1] == 1 ? c.strides[rankC - 2] : -1,
+        outputBytes);
+    if (!refusal &&
+        (!swap || rankAux != 2 || aux.sizes[0] != m || aux.sizes[1] != n ||
+         aux.strides[0] != c.strides[0] || aux.strides[1] != 1))
+      refusal = "needs an aux matrix of c's shape and layout";
+    if (refusal) {
+      fprintf(stderr, "error: CUDA: a GEMM's GELU epilogue %s\n", refusal);
+      std::_Exit(1);
+    }
+    mm.epilogue = geluGradient ? kEpilogueGeluGradient
+                  : biased     ? kEpilogueGeluAuxBias
+                               : kEpilogueGeluAux;
+    mm.auxLd = aux.strides[0];
+    auxPointer =
+        reinterpret_cast<char *>(aux.aligned) + aux.offset * outputBytes;
+    mm.alignAux = alignmentOf(auxPointer);
+  }
   const BlasLt &lt = blasLt();
   const float one = 1.0f, zero = 0.0f;
   const float *beta = (flags & weft::runtime::kGemmAccumulate) ? &one : &zero;
@@ -727,7 +771,8 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
     mm.alignX = alignmentOf(px);
     mm.alignY = alignmentOf(py);
     mm.alignZ = alignmentOf(pc);
-    const LtPlan *plan = planFor(mm, biasPointer, /*optional=*/gradient);
+    const LtPlan *plan =
+        planFor(mm, biasPointer, auxPointer, /*optional=*/gradient);
     if (!plan) {
       // No fused bias gradient for this GEMM: the plain GEMM, then the sums
       // as a GEMM of b^T with a vector of ones.
@@ -765,10 +810,16 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
       const LtPlan &plan = *call.plan;
       // The descriptor is shared by the calls of this shape (GEMMs run from
       // one host thread at a time).
-      if (mm.epilogue != kEpilogueDefault)
+      if (mm.epilogue != kEpilogueDefault && biasPointer)
         if (int status = lt.descSetAttribute(plan.desc, /*BIAS_POINTER=*/8,
                                              &biasPointer, sizeof biasPointer))
           failGemm("cublasLtMatmulDescSetAttribute (BIAS_POINTER)", status, mm);
+      if (mm.epilogue != kEpilogueDefault && auxPointer)
+        if (int status =
+                lt.descSetAttribute(plan.desc, /*EPILOGUE_AUX_POINTER=*/11,
+                                    &auxPointer, sizeof auxPointer))
+          failGemm("cublasLtMatmulDescSetAttribute (EPILOGUE_AUX_POINTER)",
+                   status, mm);
       if (int status = lt.matmul(lt.handle, plan.desc, &one, call.x, plan.x,
                                  call.y, plan.y, beta, call.z, plan.z, call.z,
                                  plan.z, &plan.algo, lt.workspace,
@@ -794,31 +845,35 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
 /// accumulated in f32, and bf16's rounded into a bf16 c.
 extern "C" void weft_cuda_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                                    void *descB, int64_t rankC, void *descC,
-                                   int64_t, void *descBias, int64_t flags) {
+                                   int64_t, void *descBias, int64_t rankAux,
+                                   void *descAux, int64_t flags) {
   cudaGemm(GemmInputs::F32, rankA, descA, rankB, descB, rankC, descC, descBias,
-           flags);
+           rankAux, descAux, flags);
 }
 
 extern "C" void weft_cuda_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
-                                    int64_t, void *descBias, int64_t flags) {
+                                    int64_t, void *descBias, int64_t rankAux,
+                                    void *descAux, int64_t flags) {
   cudaGemm(GemmInputs::BF16, rankA, descA, rankB, descB, rankC, descC, descBias,
-           flags);
+           rankAux, descAux, flags);
 }
 
 extern "C" void weft_cuda_gemm_f16(int64_t rankA, void *descA, int64_t rankB,
                                    void *descB, int64_t rankC, void *descC,
-                                   int64_t, void *descBias, int64_t flags) {
+                                   int64_t, void *descBias, int64_t rankAux,
+                                   void *descAux, int64_t flags) {
   cudaGemm(GemmInputs::F16, rankA, descA, rankB, descB, rankC, descC, descBias,
-           flags);
+           rankAux, descAux, flags);
 }
 
 extern "C" void weft_cuda_gemm_bf16_bf16(int64_t rankA, void *descA,
                                          int64_t rankB, void *descB,
                                          int64_t rankC, void *descC, int64_t,
-                                         void *descBias, int64_t flags) {
+                                         void *descBias, int64_t rankAux,
+                                         void *descAux, int64_t flags) {
   cudaGemm(GemmInputs::BF16ToBF16, rankA, descA, rankB, descB, rankC, descC,
-           descBias, flags);
+           descBias, rankAux, descAux, flags);
 }
 
 std::unique_ptr<weft::runtime::Device>

@@ -19,16 +19,20 @@
 
 extern "C" void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC,
-                              int64_t rankBias, void *descBias, int64_t flags);
+                              int64_t rankBias, void *descBias, int64_t rankAux,
+                              void *descAux, int64_t flags);
 extern "C" void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB,
                                void *descB, int64_t rankC, void *descC,
-                               int64_t rankBias, void *descBias, int64_t flags);
+                               int64_t rankBias, void *descBias,
+                               int64_t rankAux, void *descAux, int64_t flags);
 extern "C" void weft_gemm_f16(int64_t rankA, void *descA, int64_t rankB,
                               void *descB, int64_t rankC, void *descC,
-                              int64_t rankBias, void *descBias, int64_t flags);
+                              int64_t rankBias, void *descBias, int64_t rankAux,
+                              void *descAux, int64_t flags);
 extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
                                     void *descB, int64_t rankC, void *descC,
                                     int64_t rankBias, void *descBias,
+                                    int64_t rankAux, void *descAux,
                                     int64_t flags);
 
 namespace {
@@ -68,7 +72,8 @@ void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
 /// bytes an element and `c` of `outputBytes`.
 void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
                void *descA, int64_t rankB, void *descB, int64_t rankC,
-               void *descC, int64_t rankBias, void *descBias, int64_t flags) {
+               void *descC, int64_t rankBias, void *descBias, int64_t rankAux,
+               void *descAux, int64_t flags) {
   checkGemmOperand("a", rankA, descA, inputBytes, /*isWrite=*/false);
   checkGemmOperand("b", rankB, descB, inputBytes, /*isWrite=*/false);
   // The bias epilogue reads a contiguous vector as long as c's rows, the
@@ -109,6 +114,28 @@ void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
         /*isWrite=*/gradient, "GEMM (cuBLASLt) operand",
         gradient ? "bias gradient" : "bias");
   }
+  // The GELU epilogue writes the pre-activation, its gradient's reads it:
+  // a matrix of c's type, shape and layout whose leading dimension cuBLASLt
+  // takes (a multiple of 8 elements).
+  if (flags & (weft::runtime::kGemmGelu | weft::runtime::kGemmGeluGradient)) {
+    weft::runtime::View c = weft::runtime::viewOf(rankC, descC),
+                        aux = weft::runtime::viewOf(rankAux, descAux);
+    const char *refusal = weft::runtime::geluEpilogueRefusal(
+        flags, rankC, c.sizes[rankC - 1],
+        c.strides[rankC - 1] == 1 ? c.strides[rankC - 2] : -1, outputBytes);
+    if (!refusal && (rankAux != rankC || aux.sizes[0] != c.sizes[0] ||
+                     aux.sizes[1] != c.sizes[1] ||
+                     aux.strides[0] != c.strides[0] || aux.strides[1] != 1))
+      refusal = "needs an aux matrix of c's shape and layout";
+    if (refusal) {
+      fprintf(stderr, "error: emulated CUDA GEMM (cuBLASLt) GELU epilogue %s\n",
+              refusal);
+      fflush(nullptr);
+      std::_Exit(1);
+    }
+    checkGemmOperand("aux", rankAux, descAux, outputBytes,
+                     /*isWrite=*/flags & weft::runtime::kGemmGelu);
+  }
   // c += a * b reads c as well; c = a * b (beta = 0) does not.
   if (flags & weft::runtime::kGemmAccumulate)
     checkGemmOperand("c", rankC, descC, outputBytes, /*isWrite=*/false);
@@ -123,11 +150,12 @@ void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
 #define WEFT_EMULATED_GEMM(SUFFIX, INPUT_BYTES, OUTPUT_BYTES)                  \
   extern "C" void weft_emulated_gemm_##SUFFIX(                                 \
       int64_t rankA, void *descA, int64_t rankB, void *descB, int64_t rankC,   \
-      void *descC, int64_t rankBias, void *descBias, int64_t flags) {          \
+      void *descC, int64_t rankBias, void *descBias, int64_t rankAux,          \
+      void *descAux, int64_t flags) {                                          \
     checkGemm(INPUT_BYTES, OUTPUT_BYTES, rankA, descA, rankB, descB, rankC,    \
-              descC, rankBias, descBias, flags);                               \
+              descC, rankBias, descBias, rankAux, descAux, flags);             \
     weft_gemm_##SUFFIX(rankA, descA, rankB, descB, rankC, descC, rankBias,     \
-                       descBias, flags);                                       \
+                       descBias, rankAux, descAux, flags);                     \
   }
 WEFT_EMULATED_GEMM(f32, 4, 4)
 WEFT_EMULATED_GEMM(bf16, 2, 4)

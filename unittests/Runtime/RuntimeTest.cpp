@@ -18,16 +18,18 @@ extern "C" {
 void memrefCopy(int64_t elementSize, void *source, void *target);
 void weft_gemm_f32(int64_t rankA, void *descA, int64_t rankB, void *descB,
                    int64_t rankC, void *descC, int64_t rankBias, void *descBias,
-                   int64_t flags);
+                   int64_t rankAux, void *descAux, int64_t flags);
 void weft_gemm_bf16(int64_t rankA, void *descA, int64_t rankB, void *descB,
                     int64_t rankC, void *descC, int64_t rankBias,
-                    void *descBias, int64_t flags);
+                    void *descBias, int64_t rankAux, void *descAux,
+                    int64_t flags);
 void weft_gemm_f16(int64_t rankA, void *descA, int64_t rankB, void *descB,
                    int64_t rankC, void *descC, int64_t rankBias, void *descBias,
-                   int64_t flags);
+                   int64_t rankAux, void *descAux, int64_t flags);
 void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB, void *descB,
                          int64_t rankC, void *descC, int64_t rankBias,
-                         void *descBias, int64_t flags);
+                         void *descBias, int64_t rankAux, void *descAux,
+                         int64_t flags);
 void *_mlir_memref_to_llvm_alloc(size_t bytes);
 void _mlir_memref_to_llvm_free(void *pointer);
 }
@@ -115,7 +117,7 @@ void checkGemm(Descriptor<3> a, Descriptor<3> b, Descriptor<3> c,
   std::vector<float> before(c.aligned, c.aligned + 4 * 64);
   Unranked ua{3, &a}, ub{3, &b}, uc{3, &c};
   weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 3,
-                uc.descriptor, accumulate);
+                uc.descriptor, 3, uc.descriptor, accumulate);
   for (int64_t batch = 0; batch < c.sizes[0]; ++batch)
     for (int64_t i = 0; i < c.sizes[1]; ++i)
       for (int64_t j = 0; j < c.sizes[2]; ++j) {
@@ -205,7 +207,7 @@ TEST(Gemm, Bf16InputsAccumulateInF32) {
   Descriptor<3> dc{c.data(), c.data(), 0, {2, 3, 4}, {12, 4, 1}};
   Unranked ua{3, &da}, ub{3, &db}, uc{3, &dc};
   weft_gemm_bf16(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 3,
-                 uc.descriptor, /*accumulate=*/1);
+                 uc.descriptor, 3, uc.descriptor, /*accumulate=*/1);
   for (int64_t batch = 0; batch < 2; ++batch)
     for (int64_t i = 0; i < 3; ++i)
       for (int64_t j = 0; j < 4; ++j) {
@@ -244,7 +246,7 @@ TEST(Gemm, F16InputsWidenExactly) {
   Descriptor<2> dc{c.data(), c.data(), 0, {3, 2}, {2, 1}};
   Unranked ua{2, &da}, ub{2, &db}, uc{2, &dc};
   weft_gemm_f16(2, ua.descriptor, 2, ub.descriptor, 2, uc.descriptor, 2,
-                uc.descriptor, /*flags=*/0);
+                uc.descriptor, 2, uc.descriptor, /*flags=*/0);
   const double rows[3] = {1 + 0.5 + 0.333251953125 - 5 + 0.0999755859375 - 1,
                           std::ldexp(1 + 1023 - 1 + 512 + 1024, -24), 65504};
   const double tolerance[3] = {1e-6, 1e-12, 0};
@@ -269,11 +271,11 @@ TEST(Gemm, Tf32RoundsInputsToNearestEven) {
   Descriptor<3> dc{c.data(), c.data(), 0, {1, 1, 1}, {1, 1, 1}};
   Unranked ua{3, &da}, ub{3, &db}, uc{3, &dc};
   weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 3,
-                uc.descriptor, kGemmTf32);
+                uc.descriptor, 3, uc.descriptor, kGemmTf32);
   EXPECT_EQ(c[0], expected);
   // Without it, f32.
   weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 3,
-                uc.descriptor, 0);
+                uc.descriptor, 3, uc.descriptor, 0);
   EXPECT_EQ(c[0], a[0] + a[1] + a[2] + a[3]);
 }
 
@@ -294,7 +296,7 @@ TEST(Gemm, BiasAddsToEveryRow) {
   for (int64_t flags : {kGemmBias, kGemmBias | kGemmAccumulate}) {
     std::vector<float> before = c;
     weft_gemm_f32(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 1,
-                  ubias.descriptor, flags);
+                  ubias.descriptor, 3, uc.descriptor, flags);
     for (int64_t batch = 0; batch < 2; ++batch)
       for (int64_t i = 0; i < 3; ++i)
         for (int64_t j = 0; j < 4; ++j) {
@@ -329,7 +331,7 @@ TEST(Gemm, Bf16BiasIntoBf16Rows) {
   Descriptor<1> dbias{bits(bias), bits(bias), 0, {4}, {1}};
   Unranked ua{3, &da}, ub{3, &db}, uc{3, &dc}, ubias{1, &dbias};
   weft_gemm_bf16_bf16(3, ua.descriptor, 3, ub.descriptor, 3, uc.descriptor, 1,
-                      ubias.descriptor, kGemmBias);
+                      ubias.descriptor, 3, uc.descriptor, kGemmBias);
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t j = 0; j < 6; ++j) {
       uint16_t got = c[2 + i * 6 + j];
@@ -363,7 +365,7 @@ TEST(Gemm, BiasGradientSumsColumnsOfB) {
   Descriptor<1> dsums{sums.data(), sums.data(), 0, {5}, {1}};
   Unranked ua{2, &da}, ub{2, &db}, uc{2, &dc}, usums{1, &dsums};
   weft_gemm_f32(2, ua.descriptor, 2, ub.descriptor, 2, uc.descriptor, 1,
-                usums.descriptor, kGemmBiasGradient);
+                usums.descriptor, 2, uc.descriptor, kGemmBiasGradient);
   for (int64_t j = 0; j < 5; ++j) {
     double expected = 0;
     for (int64_t p = 0; p < 6; ++p)
@@ -396,7 +398,7 @@ TEST(Gemm, Bf16BiasGradientRoundedOnce) {
   Descriptor<1> dsums{bits(sums), bits(sums), 0, {16}, {1}};
   Unranked ua{2, &da}, ub{2, &db}, uc{2, &dc}, usums{1, &dsums};
   weft_gemm_bf16_bf16(2, ua.descriptor, 2, ub.descriptor, 2, uc.descriptor, 1,
-                      usums.descriptor, kGemmBiasGradient);
+                      usums.descriptor, 2, uc.descriptor, kGemmBiasGradient);
   for (int64_t j = 0; j < 16; ++j) {
     double expected = 0;
     for (int64_t p = 0; p < 40; ++p)
@@ -409,6 +411,78 @@ TEST(Gemm, Bf16BiasGradientRoundedOnce) {
                 std::ldexp(1.0, exponent - 9) + 1e-5)
         << "column " << j;
   }
+}
+
+/// GELU's tanh form, written here apart from the runtime's.
+double referenceGelu(double x) {
+  return 0.5 * x *
+         (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/// Within one rounding to bf16 (8 significant bits) of `exact`, plus the
+/// f32 sum's error.
+double bf16Tolerance(double exact) { return std::abs(exact) / 128 + 1e-5; }
+
+/// kGemmGelu: aux gets the bf16 sum a * b + bias, c its GELU (tanh form),
+/// both from the f32 sum; kGemmGeluGradient then multiplies a product by
+/// GELU's derivative at aux.
+TEST(Gemm, Bf16GeluEpilogues) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> a(3 * 24), b(24 * 16), bias(16), c(3 * 16),
+      aux(3 * 16, 0x7fc0), gradient(3 * 16);
+  for (auto *v : {&a, &b, &bias})
+    for (uint16_t &x : *v)
+      x = truncateToBf16(normal(rng) * 0.5f);
+  auto bits = [](std::vector<uint16_t> &v) {
+    return reinterpret_cast<float *>(v.data());
+  };
+  Descriptor<2> da{bits(a), bits(a), 0, {3, 24}, {24, 1}};
+  Descriptor<2> db{bits(b), bits(b), 0, {24, 16}, {16, 1}};
+  Descriptor<2> dc{bits(c), bits(c), 0, {3, 16}, {16, 1}};
+  Descriptor<2> daux{bits(aux), bits(aux), 0, {3, 16}, {16, 1}};
+  Descriptor<2> dgrad{bits(gradient), bits(gradient), 0, {3, 16}, {16, 1}};
+  Descriptor<1> dbias{bits(bias), bits(bias), 0, {16}, {1}};
+  Unranked ua{2, &da}, ub{2, &db}, uc{2, &dc}, uaux{2, &daux}, ugrad{2, &dgrad},
+      ubias{1, &dbias};
+  weft_gemm_bf16_bf16(2, ua.descriptor, 2, ub.descriptor, 2, uc.descriptor, 1,
+                      ubias.descriptor, 2, uaux.descriptor,
+                      kGemmBias | kGemmGelu);
+  // The same product, times GELU's derivative at the stored aux.
+  weft_gemm_bf16_bf16(2, ua.descriptor, 2, ub.descriptor, 2, ugrad.descriptor,
+                      2, ugrad.descriptor, 2, uaux.descriptor,
+                      kGemmGeluGradient);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 16; ++j) {
+      double product = 0;
+      for (int64_t p = 0; p < 24; ++p)
+        product += bf16Value(a[i * 24 + p]) * bf16Value(b[p * 16 + j]);
+      double sum = product + bf16Value(bias[j]);
+      EXPECT_NEAR(bf16Value(aux[i * 16 + j]), sum, bf16Tolerance(sum))
+          << "aux " << i << ", " << j;
+      double gelu = referenceGelu(sum);
+      EXPECT_NEAR(bf16Value(c[i * 16 + j]), gelu, bf16Tolerance(gelu) + 1e-5)
+          << "c " << i << ", " << j;
+      double x = bf16Value(aux[i * 16 + j]), h = 1e-4;
+      double derivative =
+          (referenceGelu(x + h) - referenceGelu(x - h)) / (2 * h);
+      double expected = product * derivative;
+      EXPECT_NEAR(bf16Value(gradient[i * 16 + j]), expected,
+                  bf16Tolerance(expected) + 1e-5)
+          << "gradient " << i << ", " << j;
+    }
+}
+
+/// The GELU epilogues are for a bf16 c: an f32 GEMM asked for one ends the
+/// run with one line.
+TEST(GemmDeathTest, GeluEpilogueNeedsABf16Result) {
+  std::vector<float> m(8 * 8, 1.0f);
+  Descriptor<2> d{m.data(), m.data(), 0, {8, 8}, {8, 1}};
+  Unranked u{2, &d};
+  EXPECT_EXIT(weft_gemm_f32(2, u.descriptor, 2, u.descriptor, 2, u.descriptor,
+                            2, u.descriptor, 2, u.descriptor, kGemmGelu),
+              ::testing::ExitedWithCode(1),
+              "error: a GEMM's GELU epilogue needs a bf16 c");
 }
 
 TEST(Collectives, OneRankIsTheIdentity) {

@@ -203,6 +203,8 @@ struct ProgramReport {
     bool exact = true; // false: the bytes are an upper bound
     bool tensorCores = false;
     bool tf32 = false; // f32 inputs multiplied as TF32 (on tensor cores)
+    /// What a GEMM's epilogue fuses ("bias + GELU", ...; empty: none).
+    std::string epilogue;
   };
   std::vector<Launch> launches;
   /// Every buffer the CUDA target's host code allocates, views or receives,

@@ -10,6 +10,7 @@
 #include "weft/Dialect/Weft/IR/AttentionGradients.h"
 #include "weft/Dialect/Weft/IR/TargetAttrNames.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Lowering/ScalarMath.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AffineMap.h"
@@ -42,13 +43,6 @@ SmallVector<utils::IteratorType> iterators(int64_t parallel,
 Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type) {
   return tensor::EmptyOp::create(b, loc, type.getShape(),
                                  type.getElementType());
-}
-
-Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
-  if (auto floatType = llvm::dyn_cast<FloatType>(type))
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, value));
-  return arith::ConstantOp::create(
-      b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
 }
 
 Value filled(OpBuilder &b, Location loc, RankedTensorType type, double value) {
@@ -242,38 +236,6 @@ Value mulScalars(OpBuilder &b, Location loc, Value a, Value c) {
   return arith::MulIOp::create(b, loc, a, c);
 }
 
-/// exp/log/tanh/erf/... in at least f32: LLVM has no f16 libm.
-Value mathInF32(OpBuilder &b, Location loc, Value x,
-                function_ref<Value(OpBuilder &, Location, Value)> fn) {
-  Type type = x.getType();
-  if (type.getIntOrFloatBitWidth() >= 32)
-    return fn(b, loc, x);
-  Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-  return arith::TruncFOp::create(b, loc, type, fn(b, loc, wide));
-}
-
-Value geluScalar(OpBuilder &b, Location loc, Value x, bool tanhForm) {
-  return mathInF32(b, loc, x, [&](OpBuilder &b, Location loc, Value x) {
-    Type t = x.getType();
-    auto c = [&](double v) { return scalarConstant(b, loc, t, v); };
-    Value inner;
-    if (tanhForm) {
-      Value x3 =
-          arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
-      Value poly = arith::AddFOp::create(
-          b, loc, x, arith::MulFOp::create(b, loc, c(0.044715), x3));
-      inner = math::TanhOp::create(
-          b, loc, arith::MulFOp::create(b, loc, c(0.7978845608028654), poly));
-    } else {
-      inner = math::ErfOp::create(
-          b, loc, arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
-    }
-    Value onePlus = arith::AddFOp::create(b, loc, c(1.0), inner);
-    return arith::MulFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, c(0.5), x), onePlus);
-  });
-}
-
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
@@ -354,6 +316,15 @@ Values lowerGelu(GeluOp op, ValueRange operands, ConversionPatternRewriter &b) {
                           [&](OpBuilder &b, Location loc, ValueRange s) {
                             return geluScalar(b, loc, s[0], tanhForm);
                           });
+}
+
+Values lowerGeluGrad(GeluGradOp op, ValueRange operands,
+                     ConversionPatternRewriter &b) {
+  bool tanhForm = op.getApproximate() == "tanh";
+  return lowerElementwise(
+      op, operands, b, [&](OpBuilder &b, Location loc, ValueRange s) {
+        return geluGradientScalar(b, loc, s[0], s[1], tanhForm);
+      });
 }
 
 Values lowerNeg(NegOp op, ValueRange operands, ConversionPatternRewriter &b) {
@@ -1603,6 +1574,7 @@ struct ConvertWeftToLinalgPass
     add<SinOp>(patterns, lowerSinOp);
     add<CosOp>(patterns, lowerCosOp);
     add<GeluOp>(patterns, lowerGelu);
+    add<GeluGradOp>(patterns, lowerGeluGrad);
     add<NegOp>(patterns, lowerNeg);
     add<AbsOp>(patterns, lowerAbs);
     add<ReluOp>(patterns, lowerRelu);

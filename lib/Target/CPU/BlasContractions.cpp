@@ -6,6 +6,7 @@
 #include "weft/Lowering/BufferFills.h"
 #include "weft/Lowering/Contractions.h"
 #include "weft/Lowering/Memrefs.h"
+#include "weft/Lowering/ScalarMath.h"
 #include "weft/Target/CPU/Passes.h"
 #include "weft/runtime/Contract.h"
 #include "weft/runtime/GemmLayout.h"
@@ -111,6 +112,9 @@ bool onlyOverwrites(Operation *op, Value buffer, StringRef gemmCallee) {
            (!(*flags & runtime::kGemmBias) ||
             !weft::operandMayAlias(call.getOperand(runtime::kGemmBiasOperand),
                                    buffer)) &&
+           (!(*flags & runtime::kGemmGeluGradient) ||
+            !weft::operandMayAlias(call.getOperand(runtime::kGemmAuxOperand),
+                                   buffer)) &&
            !weft::operandMayAlias(call.getOperand(0), buffer) &&
            !weft::operandMayAlias(call.getOperand(1), buffer);
   }
@@ -181,6 +185,20 @@ struct RoundedResult {
   bool inPlace = false;
 };
 
+/// Whether `op` writes every element of `buffer`: a fill of it, or a
+/// linalg op whose output it is through a permutation (each element of the
+/// buffer at one point of the iteration space).
+bool writesAllOf(Operation *op, Value buffer) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getOutputs()[0] == buffer;
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  return generic &&
+         llvm::any_of(generic.getDpsInitsMutable(), [&](OpOperand &output) {
+           return output.get() == buffer &&
+                  generic.getMatchingIndexingMap(&output).isPermutation();
+         });
+}
+
 /// Whether every use of `value` rounds it to bf16.
 bool onlyRounded(BlockArgument value) {
   return !value.use_empty() &&
@@ -193,8 +211,7 @@ bool onlyRounded(BlockArgument value) {
 std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm, Value c,
                                                 bool inPlaceOnly,
                                                 StringRef gemmCallee) {
-  // A temporary: the runtime reads an argument after the call.
-  if (isa<BlockArgument>(bufferOf(c)) || !isRowMajor(c))
+  if (!isRowMajor(c))
     return std::nullopt;
   Operation *producer = gemm->getPrevNode();
   while (producer && !touches(producer, c))
@@ -206,13 +223,21 @@ std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm, Value c,
   if (!producer || !reader || !reader.hasPureBufferSemantics() ||
       reader.getNumReductionLoops() != 0)
     return std::nullopt;
+  // A temporary, or an argument (the plan lends the bytes of an output
+  // before its value is written) filled all over again afterwards: the
+  // caller reads the argument after the call.
+  Value buffer = bufferOf(c);
+  bool overwritten = false;
   for (Operation *later = reader->getNextNode(); later;
        later = later->getNextNode())
     if (touches(later, c)) {
       if (!onlyOverwrites(later, c, gemmCallee))
         return std::nullopt;
+      overwritten = writesAllOf(later, buffer);
       break;
     }
+  if (isa<BlockArgument>(buffer) && !overwritten)
+    return std::nullopt;
   // The producer writes all of c and reads nothing of it.
   if (auto fill = dyn_cast<linalg::FillOp>(producer)) {
     auto zero = dyn_cast<FloatAttr>(fillConstant(fill));
@@ -259,10 +284,9 @@ std::optional<RoundedResult> matchRoundedResult(linalg::GenericOp gemm, Value c,
                            output.get()};
     }
   }
-  // In place: c is a view of the arena that the reader reads once, only to
-  // round it, and whose bytes nothing else the reader touches.
-  if (!c.getDefiningOp<memref::ViewOp>())
-    return std::nullopt;
+  // In place: the reader reads c once, only to round it, and touches
+  // nothing else of its bytes (the GEMM writes bf16 into c's own bytes
+  // where c is a view of the arena).
   for (OpOperand *input : reader.getDpsInputOperands()) {
     Value read = input->get();
     if (bufferOf(read) != bufferOf(c) || !isRowMajor(read) ||
@@ -371,6 +395,106 @@ void readInPlace(PatternRewriter &rewriter, const RoundedResult &match,
       truncation->erase();
     }
   });
+}
+
+/// A tanh-form GELU, or its gradient, that the epilogue of a bf16 GEMM
+/// computes instead (kGemmGelu, kGemmGeluGradient): the reader of its
+/// rounded result (`rounded`) is a kernel over all of c, element for
+/// element, that computes only this from c rounded, and the GEMM writes
+/// its `output` itself (and `aux`, forward). Forward, the reader rounds c
+/// into `aux` (the pre-activation the backward reads) and writes
+/// round(gelu(c rounded)) into `output`; backward, it writes
+/// round(gelu_grad(c rounded, aux)), and the GEMM runs `at` an op between
+/// where it ran and the reader: where a and b still hold what it read,
+/// and after the last op that touches the output's bytes (the plan may
+/// have given them a value read until the reader) or writes the
+/// pre-activation's. The epilogue computes from the f32 sum where the
+/// kernel read it rounded: one bf16 rounding apart.
+struct GeluEpilogue {
+  linalg::GenericOp reader;
+  Value output, aux;
+  bool gradient;
+  Operation *at = nullptr;
+};
+
+std::optional<GeluEpilogue> matchGeluEpilogue(linalg::GenericOp gemm,
+                                              const RoundedResult &rounded) {
+  linalg::GenericOp reader = rounded.reader;
+  Value read = reader->getOperand(rounded.cInput);
+  auto readType = cast<MemRefType>(read.getType());
+  if (reader->getNumOperands() != 3 ||
+      !reader.getBody()->getOps<linalg::IndexOp>().empty() ||
+      llvm::any_of(reader.getIndexingMapsArray(),
+                   [](AffineMap map) { return !map.isIdentity(); }) ||
+      llvm::any_of(reader->getOperands(), [&](Value operand) {
+        auto type = cast<MemRefType>(operand.getType());
+        return !isRowMajor(operand) || type.getShape() != readType.getShape();
+      }))
+    return std::nullopt;
+  for (OpOperand &output : reader.getDpsInitsMutable())
+    if (reader.payloadUsesValueFromOperand(&output))
+      return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(reader.getBody()->getTerminator());
+  Value c = reader.getBody()->getArgument(rounded.cInput);
+  Type wide = c.getType();
+  auto roundTrip = [&](OpBuilder &b, Location loc, Value x) {
+    Value bf16 = arith::TruncFOp::create(b, loc, b.getBF16Type(), x);
+    return arith::ExtFOp::create(b, loc, wide, bf16).getResult();
+  };
+  auto round = [&](OpBuilder &b, Location loc, Value x) {
+    return arith::TruncFOp::create(b, loc, b.getBF16Type(), x).getResult();
+  };
+  if (!rounded.inPlace) {
+    // Forward: c is the one input; the other output is the GELU.
+    if (reader.getNumDpsInputs() != 1)
+      return std::nullopt;
+    unsigned geluOutput = 1 - rounded.roundedOutput;
+    if (!computesExpression(yield.getOperand(geluOutput), {c},
+                            [&](OpBuilder &b, Location loc, ValueRange x) {
+                              return round(b, loc,
+                                           geluScalar(b, loc,
+                                                      roundTrip(b, loc, x[0]),
+                                                      /*tanhForm=*/true));
+                            }))
+      return std::nullopt;
+    return GeluEpilogue{reader, reader.getDpsInits()[geluOutput],
+                        rounded.rounded, /*gradient=*/false};
+  }
+  // Backward: c and the pre-activation in, the gradient out.
+  if (reader.getNumDpsInputs() != 2)
+    return std::nullopt;
+  OpOperand *auxInput = reader.getDpsInputOperand(1 - rounded.cInput);
+  Value aux = auxInput->get();
+  BlockArgument auxValue = reader.getMatchingBlockArgument(auxInput);
+  if (!auxValue.getType().isBF16() ||
+      !computesExpression(
+          yield.getOperand(0), {c, auxValue},
+          [&](OpBuilder &b, Location loc, ValueRange x) {
+            Value preActivation = arith::ExtFOp::create(b, loc, wide, x[1]);
+            return round(b, loc,
+                         geluGradientScalar(b, loc, roundTrip(b, loc, x[0]),
+                                            preActivation,
+                                            /*tanhForm=*/true));
+          }))
+    return std::nullopt;
+  Value output = reader.getDpsInits()[0];
+  Value a = gemm.getDpsInputs()[0], b = gemm.getDpsInputs()[1];
+  if (llvm::any_of(ArrayRef<Value>{a, b, aux}, [&](Value read) {
+        return weft::buffersMayAlias(output, read);
+      }))
+    return std::nullopt;
+  // The earliest place after the last op that touches the output or
+  // writes the pre-activation, if nothing writes a or b before it.
+  Operation *at = gemm->getNextNode();
+  for (Operation *op = at; op != reader; op = op->getNextNode())
+    if (touches(op, output) || weft::mayWrite(op, aux))
+      at = op->getNextNode();
+  for (Operation *op = gemm->getNextNode(); op != at; op = op->getNextNode())
+    if (weft::mayWrite(op, a) || weft::mayWrite(op, b))
+      return std::nullopt;
+  if (!canHoist(output, at) || !canHoist(aux, at))
+    return std::nullopt;
+  return GeluEpilogue{reader, output, aux, /*gradient=*/true, at};
 }
 
 /// A bias broadcast over all of c that the GEMM's epilogue adds instead
@@ -788,19 +912,6 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     // hold the bf16 result, which the reader then copies.
     if (!rounded && input.isBF16())
       rounded = matchRoundedResult(op, cOperand, /*inPlaceOnly=*/true, callee);
-    if (rounded && rounded->inPlace) {
-      // c's first bytes, as bf16 in c's shape.
-      auto view = cOperand.getDefiningOp<memref::ViewOp>();
-      rewriter.setInsertionPointAfter(view);
-      rounded->rounded = memref::ViewOp::create(
-          rewriter, view.getLoc(),
-          MemRefType::get(cast<MemRefType>(cOperand.getType()).getShape(),
-                          rewriter.getBF16Type()),
-          view.getSource(), view.getByteShift(), view.getSizes());
-      rewriter.setInsertionPoint(op);
-      cType = MemRefType::get(cType.getShape(), rewriter.getBF16Type(),
-                              cType.getLayout());
-    }
     // c = a * b (beta = 0) where a zero fill of all of c comes right
     // before: the library writes c without reading it, and the fill goes.
     linalg::FillOp zeroFill;
@@ -813,14 +924,50 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     // A bias broadcast over c before the GEMM: the epilogue adds it (c =
     // a * b + bias, beta = 0) and the broadcast goes, or leaves a vector of
     // c's element type.
-    Value biasVectorArg;
     std::optional<BiasBroadcast> bias;
     if (!zeroFill)
       bias = matchBiasBroadcast(op, *gemm);
+    // The reader of the rounded result computes a GELU or its gradient:
+    // the epilogue does, writing the reader's output.
+    std::optional<GeluEpilogue> gelu;
+    if (rounded && (zeroFill || (bias && !rounded->inPlace)))
+      gelu = matchGeluEpilogue(op, *rounded);
+    if (gelu) {
+      auto strides = cType.getStridesAndOffset().first;
+      int64_t geluFlags =
+          gelu->gradient ? runtime::kGemmGeluGradient : runtime::kGemmGelu;
+      if (runtime::geluEpilogueRefusal(
+              geluFlags | (bias ? runtime::kGemmBias : 0), cType.getRank(),
+              cType.getShape().back(),
+              strides.back() == 1 ? strides[cType.getRank() - 2] : -1, 2) ||
+          (!gelu->gradient &&
+           (!canHoist(gelu->output, op) ||
+            touchedBetween(rounded->producer, gelu->reader, gelu->output))))
+        gelu.reset();
+    }
+    if (gelu)
+      cType = MemRefType::get(cType.getShape(), rewriter.getBF16Type(),
+                              cType.getLayout());
+    auto view = cOperand.getDefiningOp<memref::ViewOp>();
+    if (rounded && rounded->inPlace && !gelu && !view)
+      rounded.reset();
+    if (rounded && rounded->inPlace && !gelu) {
+      // c's first bytes, as bf16 in c's shape.
+      rewriter.setInsertionPointAfter(view);
+      rounded->rounded = memref::ViewOp::create(
+          rewriter, view.getLoc(),
+          MemRefType::get(cast<MemRefType>(cOperand.getType()).getShape(),
+                          rewriter.getBF16Type()),
+          view.getSource(), view.getByteShift(), view.getSizes());
+      rewriter.setInsertionPoint(op);
+      cType = MemRefType::get(cType.getShape(), rewriter.getBF16Type(),
+                              cType.getLayout());
+    }
+    Value biasVectorArg;
     // Or the sum over b's rows after it: the epilogue writes it.
     std::optional<BiasGradient> biasGradient;
     Value biasGradientSlot;
-    if (!bias)
+    if (!bias && !gelu)
       biasGradient =
           matchBiasGradient(op, *gemm, rounded ? rounded->rounded : cOperand,
                             rounded.has_value());
@@ -841,27 +988,44 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       if (!biasVectorArg)
         bias.reset();
     }
+    // The forward GELU without the bias it was matched with would
+    // accumulate onto c.
+    if (gelu && !zeroFill && !bias)
+      gelu.reset();
     Location loc = op.getLoc();
     if (rounded && !rounded->inPlace)
       rewriter.modifyOpInPlace(
           op, [&] { hoist(rounded->rounded, rounded->producer); });
+    if (gelu && gelu->gradient) {
+      rewriter.setInsertionPoint(gelu->at);
+      rewriter.modifyOpInPlace(op, [&] {
+        hoist(gelu->output, gelu->at);
+        hoist(gelu->aux, gelu->at);
+      });
+    } else if (gelu) {
+      rewriter.modifyOpInPlace(op, [&] { hoist(gelu->output, op); });
+    }
     Value a = gemmView(rewriter, loc, aOperand, aType);
     Value b = gemmView(rewriter, loc, bOperand, bType);
-    Value c =
-        gemmView(rewriter, loc, rounded ? rounded->rounded : cOperand, cType);
+    Value c = gemmView(rewriter, loc,
+                       gelu      ? gelu->output
+                       : rounded ? rounded->rounded
+                                 : cOperand,
+                       cType);
     if (rounded)
       function += "_bf16";
     SmallVector<Value> args;
     SmallVector<Type> argTypes;
-    static_assert(runtime::kGemmResultOperand == 2 &&
-                      runtime::kGemmBiasOperand == 3 &&
-                      runtime::kGemmFlagsOperand == 4,
-                  "gemm(a, b, c, bias, flags)");
+    static_assert(
+        runtime::kGemmResultOperand == 2 && runtime::kGemmBiasOperand == 3 &&
+            runtime::kGemmAuxOperand == 4 && runtime::kGemmFlagsOperand == 5,
+        "gemm(a, b, c, bias, aux, flags)");
     for (Value v : {a, b, c}) {
       argTypes.push_back(UnrankedMemRefType::get(getElementTypeOrSelf(v), 0));
       args.push_back(memref::CastOp::create(rewriter, loc, argTypes.back(), v));
     }
-    // Without a bias, c stands in for it (not read).
+    Value cArg = args.back();
+    // Without a bias or aux, c stands in for them (not touched).
     argTypes.push_back(argTypes.back());
     if (biasGradientSlot) {
       biasVectorArg = biasGradientSlot;
@@ -873,11 +1037,19 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
     args.push_back(bias || biasGradient
                        ? memref::CastOp::create(rewriter, loc, argTypes.back(),
                                                 biasVectorArg)
-                       : args.back());
-    int64_t flags = (zeroFill || bias ? 0 : runtime::kGemmAccumulate) |
-                    (tf32 && input.isF32() ? runtime::kGemmTf32 : 0) |
-                    (bias ? runtime::kGemmBias : 0) |
-                    (biasGradient ? runtime::kGemmBiasGradient : 0);
+                       : cArg);
+    argTypes.push_back(argTypes.back());
+    args.push_back(
+        gelu ? memref::CastOp::create(rewriter, loc, argTypes.back(),
+                                      gemmView(rewriter, loc, gelu->aux, cType))
+             : cArg);
+    int64_t flags =
+        (zeroFill || bias ? 0 : runtime::kGemmAccumulate) |
+        (tf32 && input.isF32() ? runtime::kGemmTf32 : 0) |
+        (bias ? runtime::kGemmBias : 0) |
+        (biasGradient ? runtime::kGemmBiasGradient : 0) |
+        (gelu ? gelu->gradient ? runtime::kGemmGeluGradient : runtime::kGemmGelu
+              : 0);
     argTypes.push_back(rewriter.getI64Type());
     args.push_back(arith::ConstantIntOp::create(rewriter, loc, flags, 64));
     auto module = op->getParentOfType<ModuleOp>();
@@ -902,7 +1074,9 @@ struct ContractionToBlas : public OpRewritePattern<linalg::GenericOp> {
       rewriter.eraseOp(biasGradient->sum);
       rewriter.eraseOp(biasGradient->fill);
     }
-    if (rounded) {
+    if (gelu) {
+      rewriter.eraseOp(gelu->reader);
+    } else if (rounded) {
       auto producer = dyn_cast<linalg::GenericOp>(rounded->producer);
       if (producer && !bias) {
         // The bf16 buffer in c's shape: both are row-major.

@@ -495,8 +495,9 @@ LogicalResult ReportBuilder::addLaunch(gpu::LaunchOp launch) {
 
 void ReportBuilder::addGemm(func::CallOp call) {
   SmallVector<MemRefType> views;
-  // a, b, c, the bias, then the flags (weft/runtime/Contract.h).
-  for (Value operand : call.getOperands().take_front(4)) {
+  // a, b, c, the bias, aux, then the flags (weft/runtime/Contract.h).
+  for (Value operand :
+       call.getOperands().take_front(weft::runtime::kGemmFlagsOperand)) {
     auto cast = operand.getDefiningOp<memref::CastOp>();
     views.push_back(cast ? dyn_cast<MemRefType>(cast.getSource().getType())
                          : MemRefType());
@@ -515,8 +516,10 @@ void ReportBuilder::addGemm(func::CallOp call) {
   NamedAttrList entry = common(call, "gemm");
   entry.append("library", b.getStringAttr("cublasLtMatmul"));
   bool biased = flags & weft::runtime::kGemmBias,
-       gradient = flags & weft::runtime::kGemmBiasGradient;
-  if (views.size() == 4 &&
+       gradient = flags & weft::runtime::kGemmBiasGradient,
+       gelu = flags & weft::runtime::kGemmGelu,
+       geluGradient = flags & weft::runtime::kGemmGeluGradient;
+  if (views.size() == weft::runtime::kGemmFlagsOperand &&
       llvm::all_of(ArrayRef(views).take_front(3),
                    [](MemRefType type) {
                      return type && type.hasStaticShape() &&
@@ -537,20 +540,35 @@ void ReportBuilder::addGemm(func::CallOp call) {
     // writes it.
     int64_t biasElements = biased || gradient ? views[3].getNumElements() : 0;
     int64_t biasBytes = biasElements * weft::elementBytes(views[2]);
+    // The GELU epilogue writes the pre-activation (aux, c's type and
+    // shape), the GELU-gradient epilogue reads it.
+    int64_t auxBytes = gelu || geluGradient ? cBytes : 0;
     entry.append("shape", integers({batch, m, n, k}));
     entry.append("flops", b.getI64IntegerAttr(2 * batch * m * n * k));
     entry.append("bytes_read",
                  b.getI64IntegerAttr(aBytes + bBytes + (readsC ? cBytes : 0) +
-                                     (biased ? biasBytes : 0)));
+                                     (biased ? biasBytes : 0) +
+                                     (geluGradient ? auxBytes : 0)));
     entry.append("bytes_written",
-                 b.getI64IntegerAttr(cBytes + (gradient ? biasBytes : 0)));
+                 b.getI64IntegerAttr(cBytes + (gradient ? biasBytes : 0) +
+                                     (gelu ? auxBytes : 0)));
     entry.append("elements",
                  b.getI64IntegerAttr(
                      distinctElements(views[0]) + distinctElements(views[1]) +
                      (readsC ? 2 : 1) * distinctElements(views[2]) +
-                     biasElements));
-    entry.append("bias", b.getBoolAttr(biased));
-    entry.append("bias_gradient", b.getBoolAttr(gradient));
+                     biasElements +
+                     (auxBytes ? distinctElements(views[2]) : 0)));
+    // What the epilogue fuses, in the order it applies them.
+    SmallVector<StringRef> epilogue;
+    if (gradient)
+      epilogue.push_back("bias gradient");
+    if (biased)
+      epilogue.push_back("bias");
+    if (gelu)
+      epilogue.push_back("GELU");
+    if (geluGradient)
+      epilogue.push_back("GELU gradient");
+    entry.append("epilogue", b.getStringAttr(llvm::join(epilogue, " + ")));
     entry.append("exact", b.getBoolAttr(true));
   } else {
     entry.append("exact", b.getBoolAttr(false));

@@ -279,3 +279,30 @@ func.func @narrow_layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>) -> tensor
   %0 = weft.layer_norm %x, %g {axis = 2, epsilon = 1.0e-05 : f64} : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xbf16>
   return %0 : tensor<2x3x8xbf16>
 }
+
+// -----
+
+// GELU's gradient, one elementwise kernel: grad times the derivative of
+// GELU's tanh form (0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx); at bf16
+// the operands are widened, the arithmetic is f32 and the result rounded.
+// CHECK-LABEL: func.func @gelu_grad
+// CHECK: linalg.generic
+// CHECK: arith.constant 0.797884583 : f32
+// CHECK: math.tanh
+// CHECK: arith.constant 1.341450e-01 : f32
+// CHECK: arith.subf
+// CHECK: linalg.yield
+// CHECK-LABEL: func.func @gelu_grad_bf16
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: math.erf
+// CHECK: math.exp
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @gelu_grad(%g: tensor<2x8xf32>, %x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = weft.gelu_grad %g, %x {approximate = "tanh"} : tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+func.func @gelu_grad_bf16(%g: tensor<2x8xbf16>, %x: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
+  %0 = weft.gelu_grad %g, %x : tensor<2x8xbf16>
+  return %0 : tensor<2x8xbf16>
+}

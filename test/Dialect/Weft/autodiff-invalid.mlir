@@ -13,3 +13,13 @@ func.func @loss(%x: tensor<1x2x5xf32> {weft.param = "x"}, %w: tensor<3x2x2xf32> 
 func.func @loss(%a: tensor<4xf32> {weft.param = "a"}) -> tensor<4xf32> {
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// A second derivative of GELU (a gradient of a gradient) is not built.
+func.func @loss(%x: tensor<4xf32> {weft.param = "x"}) -> tensor<f32> {
+  // expected-error @+1 {{autodiff: weft.gelu_grad has no gradient rule (no second derivative of GELU)}}
+  %0 = weft.gelu_grad %x, %x {approximate = "tanh"} : tensor<4xf32>
+  %1 = weft.reduce_sum %0 <{axes = array<i64: 0>}> : tensor<4xf32>
+  return %1 : tensor<f32>
+}

@@ -48,3 +48,20 @@ func.func @loss(%w: tensor<4xf32> {weft.param = "w"}) -> tensor<f32> {
   %s = weft.reduce_sum %y <{axes = array<i64: 0>}> : tensor<4xf32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// GELU's adjoint is one weft.gelu_grad of the same form: a backward GEMM's
+// epilogue can compute it (cuBLASLt's DGELU), where a chain of elementary
+// ops would hide what it computes.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: %[[H:.*]] = weft.linear %arg0, %arg1
+// CHECK: %[[Y:.*]] = weft.gelu %[[H]] {approximate = "tanh"}
+// CHECK: %[[DH:.*]] = weft.gelu_grad %{{.*}}, %[[H]] {approximate = "tanh"} : tensor<2x4xf32>
+// CHECK: weft.matmul %{{.*}}, %[[DH]]
+func.func @loss(%x: tensor<2x3xf32> {weft.input = "x"}, %w: tensor<3x4xf32> {weft.param = "w"}) -> tensor<f32> attributes {weft.outputs = ["loss"]} {
+  %0 = weft.linear %x, %w : tensor<2x3xf32>, tensor<3x4xf32>
+  %1 = weft.gelu %0 {approximate = "tanh"} : tensor<2x4xf32>
+  %2 = weft.reduce_sum %1 <{axes = array<i64: 0, 1>}> : tensor<2x4xf32>
+  return %2 : tensor<f32>
+}

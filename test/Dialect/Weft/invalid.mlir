@@ -33,6 +33,22 @@ func.func @gelu_approximation(%a: tensor<3xf32>) {
 
 // -----
 
+func.func @gelu_grad_approximation(%a: tensor<3xf32>) {
+  // expected-error @+1 {{approximate must be "none" or "tanh", got "exact"}}
+  %0 = weft.gelu_grad %a, %a {approximate = "exact"} : tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_grad_types(%g: tensor<3xbf16>, %x: tensor<3xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "weft.gelu_grad"(%g, %x) : (tensor<3xbf16>, tensor<3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
 func.func @sqrt_of_integers(%a: tensor<3xi64>) {
   // expected-error @+1 {{operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
   %0 = weft.sqrt %a : tensor<3xi64>
@@ -601,7 +617,7 @@ func.func private @weft_cuda_attention_sideways_bf16(memref<*xbf16>) attributes 
 
 // A GEMM declaration is marked, not given a kind.
 // expected-error @+1 {{'weft.gemm' must be a unit attribute on a function}}
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm = "f32"}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm = "f32"}
 
 // -----
 

@@ -69,6 +69,8 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<2x3xi6
   %30 = weft.gelu %a : tensor<2x3xf32>
   // CHECK: weft.gelu %{{.*}} {approximate = "tanh"} : tensor<2x3xf32>
   %31 = weft.gelu %a {approximate = "tanh"} : tensor<2x3xf32>
+  // CHECK: weft.gelu_grad %{{.*}}, %{{.*}} {approximate = "tanh"} : tensor<2x3xf32>
+  %gelu_grad = weft.gelu_grad %a, %a {approximate = "tanh"} : tensor<2x3xf32>
   // CHECK: weft.not
   %32 = weft.not %m : tensor<2x3xi1>
   // CHECK: weft.cast %{{.*}} : tensor<2x3xi64> to tensor<2x3xf32>

@@ -121,12 +121,12 @@ func.func @no_unit_stride(%a: memref<2x3xf32, strided<[6, 2]>>, %b: memref<3x5xf
 // A bf16 product accumulated in f32 (the inputs widened in the body, as a
 // --precision bf16 step lowers its contractions): the bf16 GEMM, its
 // operands passed as bf16 and f32 views; on a GPU, tensor cores.
-// CHECK-LABEL: func.func private @weft_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+// CHECK-LABEL: func.func private @weft_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 // CHECK-LABEL: func.func @bf16_inputs
 // CHECK: %[[A:.*]] = memref.cast %{{.*}} : memref<8x4xbf16, strided<[4, 1]>> to memref<*xbf16>
 // CHECK: %[[B:.*]] = memref.cast %{{.*}} : memref<4x16xbf16, strided<[16, 1]>> to memref<*xbf16>
 // CHECK: %[[C:.*]] = memref.cast %{{.*}} : memref<8x16xf32, strided<[16, 1]>> to memref<*xf32>
-// CHECK: call @weft_gemm_bf16(%[[A]], %[[B]], %[[C]], %[[C]], %c1_i64)
+// CHECK: call @weft_gemm_bf16(%[[A]], %[[B]], %[[C]], %[[C]], %[[C]], %c1_i64)
 // CHECK-NOT: linalg.generic
 // TF32 is for f32 inputs only.
 // TF32-LABEL: func.func @bf16_inputs
@@ -153,9 +153,9 @@ func.func @bf16_inputs(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8
 
 // An fp16 product accumulated in f32 (an fp16 model's MatMul): the fp16
 // GEMM; on a GPU, tensor cores.
-// CHECK-LABEL: func.func private @weft_gemm_f16(memref<*xf16>, memref<*xf16>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+// CHECK-LABEL: func.func private @weft_gemm_f16(memref<*xf16>, memref<*xf16>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 // CHECK-LABEL: func.func @f16_inputs
-// CHECK: call @weft_gemm_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 // CHECK-NOT: linalg.generic
 // TF32-LABEL: func.func @f16_inputs
 // TF32: call @weft_cuda_gemm_f16({{.*}}, %c1_i64)
@@ -202,9 +202,9 @@ func.func @bf16_accumulator(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: mem
 // The fill may name c through a reshape (both name every element).
 // CHECK-LABEL: func.func @zero_fill_overwritten
 // CHECK-NOT: linalg.fill
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
 // TF32-LABEL: func.func @zero_fill_overwritten
-// TF32: call @weft_cuda_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64)
+// TF32: call @weft_cuda_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64)
 #x = affine_map<(i, j, p) -> (i, p)>
 #w = affine_map<(i, j, p) -> (p, j)>
 #y = affine_map<(i, j, p) -> (i, j)>
@@ -230,11 +230,11 @@ func.func @zero_fill_overwritten(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: 
 // CHECK-LABEL: func.func @fill_kept
 // CHECK: linalg.fill
 // CHECK: memref.copy
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 // CHECK: linalg.fill
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 // CHECK: linalg.fill
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 #x = affine_map<(i, j, p) -> (i, p)>
 #w = affine_map<(i, j, p) -> (p, j)>
 #y = affine_map<(i, j, p) -> (i, j)>
@@ -278,7 +278,7 @@ func.func @fill_kept(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16x
 // rounding and the f32 buffer's passes over memory go.
 // CHECK-LABEL: func.func @rounded_result
 // CHECK-NOT: linalg.fill
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64) -> ()
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64) -> ()
 // CHECK-NOT: linalg.generic
 // CHECK: return
 #x = affine_map<(i, j, p) -> (i, p)>
@@ -318,7 +318,7 @@ func.func @rounded_result(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %d: memre
 // CHECK-LABEL: func.func @rounded_bias
 // CHECK: linalg.generic {{.*}} ins(%arg2 : memref<16xf32>) outs(%arg3 : memref<8x16xbf16>)
 // CHECK:   arith.truncf
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 // CHECK: linalg.generic {{.*}} ins(%arg3 : memref<8x16xbf16>) outs(%arg4 : memref<8x16xf32>)
 // CHECK-NEXT: ^bb0(%[[IN:.*]]: bf16, %{{.*}}: f32):
 // CHECK-NEXT:   %[[WIDE:.*]] = arith.extf %[[IN]] : bf16 to f32
@@ -363,11 +363,11 @@ func.func @rounded_bias(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %bias: memr
 // (the GEMM's lhs), the GEMM writes bf16 into the f32 buffer's own bytes
 // and the rounding becomes a copy of them.
 // CHECK-LABEL: func.func @rounded_kept
-// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
 // CHECK: linalg.generic
 // CHECK:   arith.truncf
 // CHECK: %[[OWN:.*]] = memref.view %[[ARENA:.*]][%c0][] : memref<1024xi8> to memref<8x16xbf16>
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
 // CHECK: %[[READ:.*]] = memref.view %[[ARENA]][%c0][] : memref<1024xi8> to memref<8x16xbf16>
 // CHECK: linalg.generic {{.*}} ins(%[[READ]] : memref<8x16xbf16>) outs(%{{.*}} : memref<8x16xbf16>)
 // CHECK-NOT:   arith.truncf
@@ -440,7 +440,7 @@ func.func @rounded_kept(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<
 // CHECK:   arith.truncf
 // CHECK-NOT: linalg.generic
 // CHECK: %[[BIAS:.*]] = memref.cast %[[VECTOR]] : memref<16xbf16> to memref<*xbf16>
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS]], %c4_i64)
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS]], %{{.*}}, %c4_i64)
 // CHECK: %[[READ:.*]] = memref.view %[[ARENA]][%[[AT]]][] : memref<1056xi8> to memref<8x16xbf16>
 // CHECK: linalg.generic {{.*}} ins(%[[READ]] : memref<8x16xbf16>) outs(%arg3 : memref<16x8xbf16>)
 // CHECK-NEXT: ^bb0(%[[IN:.*]]: bf16, %{{.*}}: bf16):
@@ -558,7 +558,7 @@ func.func @rounded_then_loaded(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %d: 
 // CHECK-LABEL: func.func @bias_epilogue
 // CHECK-NOT: linalg.generic
 // CHECK: %[[BIAS:.*]] = memref.cast %arg2 : memref<16xf32> to memref<*xf32>
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS]], %c4_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS]], %{{.*}}, %c4_i64)
 // CHECK-NOT: linalg.generic
 // CUBLAS-LABEL: func.func @bias_epilogue
 // CUBLAS: call @weft_cuda_gemm_f32({{.*}}, %c4_i64)
@@ -593,9 +593,9 @@ func.func @bias_epilogue(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %bias: memre
 // CHECK-LABEL: func.func @bias_kept
 // CHECK: linalg.generic
 // CHECK: linalg.fill
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 // CHECK: linalg.generic
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i64)
 #x = affine_map<(i, j, p) -> (i, p)>
 #w = affine_map<(i, j, p) -> (p, j)>
 #y = affine_map<(i, j, p) -> (i, j)>
@@ -641,7 +641,7 @@ func.func @bias_kept(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %bias: memref<16
 // CHECK: %[[DB:.*]] = memref.view
 // CHECK-NOT: linalg
 // CHECK: %[[VECTOR:.*]] = memref.cast %[[DB]] : memref<16xf32> to memref<*xf32>
-// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %[[VECTOR]], %c8_i64)
+// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %[[VECTOR]], %{{.*}}, %c8_i64)
 // CHECK-NOT: linalg
 // CUBLAS-LABEL: func.func @bias_gradient
 // CUBLAS: call @weft_cuda_gemm_bf16({{.*}}, %c8_i64)
@@ -682,11 +682,11 @@ func.func @bias_gradient(%x: memref<32x8xbf16>, %dy: memref<32x16xbf16>, %dw: me
 // dy is written between the GEMM and the sum (the sum reads other
 // values than the GEMM did), or the sum is not plain: both stay.
 // CHECK-LABEL: func.func @bias_gradient_kept
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
 // CHECK-NEXT: linalg.fill {{.*}} outs(%arg1
 // CHECK-NEXT: linalg.fill {{.*}} outs(%arg3
 // CHECK-NEXT: linalg.generic
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
 // CHECK-NEXT: linalg.fill {{.*}} outs(%arg5
 // CHECK-NEXT: linalg.generic
 // CHECK: arith.mulf
@@ -741,7 +741,7 @@ func.func @bias_gradient_kept(%x: memref<32x8xf32>, %dy: memref<32x16xf32>, %dw:
 // CHECK: %[[ARENA:.*]] = memref.alloc() : memref<1088xi8>
 // CHECK: %[[SLOT:.*]] = memref.view %[[ARENA]][%c1024{{.*}}][] : memref<1088xi8> to memref<16xf32>
 // CHECK: %[[VECTOR:.*]] = memref.cast %[[SLOT]] : memref<16xf32> to memref<*xf32>
-// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[VECTOR]], %c8_i64)
+// CHECK: call @weft_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[VECTOR]], %{{.*}}, %c8_i64)
 // CHECK: %[[DB:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<1088xi8> to memref<16xf32>
 // CHECK-NOT: linalg.fill
 // CHECK: linalg.generic {{.*}} ins(%[[SLOT]] : memref<16xf32>) outs(%[[DB]] : memref<16xf32>)
@@ -789,7 +789,7 @@ func.func @bias_gradient_over_a(%dy: memref<32x16xf32>, %dw: memref<8x16xf32>, %
 // CHECK: %[[ARENA:.*]] = memref.alloc() : memref<4128xi8>
 // CHECK: %[[SLOT:.*]] = memref.view %[[ARENA]][%c4096{{.*}}][] : memref<4128xi8> to memref<16xbf16>
 // CHECK: %[[VECTOR:.*]] = memref.cast %[[SLOT]] : memref<16xbf16> to memref<*xbf16>
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %[[VECTOR]], %c8_i64)
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %[[VECTOR]], %{{.*}}, %c8_i64)
 // CHECK-NOT: linalg.fill
 // CHECK: linalg.generic {{.*}} ins(%[[SLOT]] : memref<16xbf16>) outs(%[[DB:.*]] : memref<16xf32>)
 // CHECK: arith.extf %{{.*}} : bf16 to f32
@@ -798,7 +798,7 @@ func.func @bias_gradient_over_a(%dy: memref<32x16xf32>, %dw: memref<8x16xf32>, %
 // CHECK-NOT: linalg.generic
 // Read unrounded, the sums stay the sum's.
 // CHECK-LABEL: func.func @bias_gradient_read_wide
-// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
 // CHECK: linalg.fill
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
 #xt = affine_map<(i, j, p) -> (p, i)>
@@ -882,6 +882,241 @@ func.func @bias_gradient_read_wide(%x: memref<32x8xbf16>, %dy: memref<32x16xbf16
   linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
       ins(%dw : memref<8x16xf32>) outs(%dwb : memref<8x16xbf16>) {
   ^bb0(%v: f32, %o: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  return
+}
+
+// -----
+
+// GELU's tanh form on a bf16 GEMM's rounded result, in a kernel that reads
+// only c and writes c rounded (the pre-activation) and the GELU: the
+// GEMM's epilogue writes both (kGemmGelu, aux = the pre-activation) and
+// the kernel goes.
+// CHECK-LABEL: func.func @gelu_forward
+// CHECK-NOT: linalg.fill
+// CHECK: %[[ACT:.*]] = memref.cast %{{.*}} : memref<8x16xbf16, strided<[16, 1]>> to memref<*xbf16>
+// CHECK: %[[PRE:.*]] = memref.cast %{{.*}} : memref<8x16xbf16, strided<[16, 1]>> to memref<*xbf16>
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %[[ACT]], %[[ACT]], %[[PRE]], %c16_i64)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+func.func @gelu_forward(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %pre: memref<8x16xbf16>, %act: memref<8x16xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %cubic = arith.constant 0.044715 : f32
+  %k = arith.constant 0.7978845608028654 : f32
+  %one = arith.constant 1.0 : f32
+  %half = arith.constant 0.5 : f32
+  %c = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%xa: bf16, %yb: bf16, %acc: f32):
+    %wx = arith.extf %xa : bf16 to f32
+    %wy = arith.extf %yb : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%pre, %act : memref<8x16xbf16>, memref<8x16xbf16>) {
+  ^bb0(%v: f32, %o1: bf16, %o2: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    %x = arith.extf %r : bf16 to f32
+    %sq = arith.mulf %x, %x : f32
+    %x3 = arith.mulf %sq, %x : f32
+    %t = arith.mulf %x3, %cubic : f32
+    %poly = arith.addf %x, %t : f32
+    %u = arith.mulf %poly, %k : f32
+    %th = math.tanh %u : f32
+    %onePlus = arith.addf %th, %one : f32
+    %hx = arith.mulf %x, %half : f32
+    %g = arith.mulf %hx, %onePlus : f32
+    %gr = arith.truncf %g : f32 to bf16
+    linalg.yield %r, %gr : bf16, bf16
+  }
+  memref.dealloc %c : memref<8x16xf32>
+  return
+}
+
+// -----
+
+// GELU's erf form: no epilogue computes it; the GEMM writes the rounded
+// result and the kernel stays.
+// CHECK-LABEL: func.func @gelu_erf_stays
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: linalg.generic
+// CHECK:   math.erf
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+func.func @gelu_erf_stays(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %pre: memref<8x16xbf16>, %act: memref<8x16xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %r2 = arith.constant 0.70710678118654757 : f32
+  %one = arith.constant 1.0 : f32
+  %half = arith.constant 0.5 : f32
+  %c = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%xa: bf16, %yb: bf16, %acc: f32):
+    %wx = arith.extf %xa : bf16 to f32
+    %wy = arith.extf %yb : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%pre, %act : memref<8x16xbf16>, memref<8x16xbf16>) {
+  ^bb0(%v: f32, %o1: bf16, %o2: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    %x = arith.extf %r : bf16 to f32
+    %s = arith.mulf %x, %r2 : f32
+    %e = math.erf %s : f32
+    %onePlus = arith.addf %one, %e : f32
+    %hx = arith.mulf %half, %x : f32
+    %g = arith.mulf %hx, %onePlus : f32
+    %gr = arith.truncf %g : f32 to bf16
+    linalg.yield %r, %gr : bf16, bf16
+  }
+  memref.dealloc %c : memref<8x16xf32>
+  return
+}
+
+// -----
+
+// GELU's gradient: a kernel that reads only a bf16 GEMM's c (rounded) and
+// the pre-activation and writes grad * gelu'(pre), rounded. The GEMM's
+// epilogue computes it (kGemmGeluGradient, aux read) into the kernel's
+// output, after the copy that still reads the output's bytes (the plan gave
+// them to another value until then), and the kernel goes.
+// CHECK-LABEL: func.func @gelu_gradient
+// CHECK: %[[OUT:.*]] = memref.view %{{.*}}[%c768][] : memref<1024xi8> to memref<8x16xbf16>
+// CHECK: memref.copy %[[OUT]], %arg3
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c32_i64)
+// CHECK-NOT: linalg.generic
+// CHECK: memref.copy %[[OUT]], %arg4
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+func.func @gelu_gradient(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %preArg: memref<8x16xbf16>, %old: memref<8x16xbf16>, %d: memref<8x16xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c512 = arith.constant 512 : index
+  %c768 = arith.constant 768 : index
+  %zero = arith.constant 0.0 : f32
+  %cubic = arith.constant 0.044715 : f32
+  %cubic3 = arith.constant 0.134145 : f32
+  %k = arith.constant 0.7978845608028654 : f32
+  %one = arith.constant 1.0 : f32
+  %half = arith.constant 0.5 : f32
+  %arena = memref.alloc() : memref<1024xi8>
+  %c = memref.view %arena[%c0][] : memref<1024xi8> to memref<8x16xf32>
+  %pre = memref.view %arena[%c512][] : memref<1024xi8> to memref<8x16xbf16>
+  %out = memref.view %arena[%c768][] : memref<1024xi8> to memref<8x16xbf16>
+  memref.copy %preArg, %pre : memref<8x16xbf16> to memref<8x16xbf16>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%xa: bf16, %yb: bf16, %acc: f32):
+    %wx = arith.extf %xa : bf16 to f32
+    %wy = arith.extf %yb : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %out, %old : memref<8x16xbf16> to memref<8x16xbf16>
+  linalg.generic {indexing_maps = [#e, #e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %pre : memref<8x16xf32>, memref<8x16xbf16>) outs(%out : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %pv: bf16, %o: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    %g = arith.extf %r : bf16 to f32
+    %x = arith.extf %pv : bf16 to f32
+    %sq = arith.mulf %x, %x : f32
+    %x3 = arith.mulf %sq, %x : f32
+    %t = arith.mulf %cubic, %x3 : f32
+    %poly = arith.addf %t, %x : f32
+    %u = arith.mulf %k, %poly : f32
+    %th = math.tanh %u : f32
+    %q = arith.mulf %sq, %cubic3 : f32
+    %q1 = arith.addf %q, %one : f32
+    %du = arith.mulf %q1, %k : f32
+    %th2 = arith.mulf %th, %th : f32
+    %slope = arith.subf %one, %th2 : f32
+    %sd = arith.mulf %slope, %du : f32
+    %hx = arith.mulf %x, %half : f32
+    %right = arith.mulf %hx, %sd : f32
+    %onePlus = arith.addf %th, %one : f32
+    %left = arith.mulf %onePlus, %half : f32
+    %dgelu = arith.addf %left, %right : f32
+    %res = arith.mulf %g, %dgelu : f32
+    %rr = arith.truncf %res : f32 to bf16
+    linalg.yield %rr : bf16
+  }
+  memref.copy %out, %d : memref<8x16xbf16> to memref<8x16xbf16>
+  memref.dealloc %arena : memref<1024xi8>
+  return
+}
+
+// -----
+
+// The plan may lend an output argument's bytes to a temporary before the
+// output's value is written: a GEMM's f32 c that is an argument, rounded
+// by the next op and then written all over again (a copy of all of it),
+// writes the bf16 buffer itself as a temporary's would. An argument that
+// nothing writes again keeps the f32 GEMM (the caller reads it).
+// CHECK-LABEL: func.func @rounded_argument
+// CHECK: call @weft_gemm_bf16_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK-NOT: arith.truncf
+// CHECK: linalg.generic {{.*}} ins(%arg4 : memref<8x16xf32>) outs(%arg2 : memref<8x16xf32>)
+// CHECK: call @weft_gemm_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c0_i64)
+// CHECK: arith.truncf
+#x = affine_map<(i, j, p) -> (i, p)>
+#w = affine_map<(i, j, p) -> (p, j)>
+#y = affine_map<(i, j, p) -> (i, j)>
+#e = affine_map<(i, j) -> (i, j)>
+func.func @rounded_argument(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8x16xf32>, %d: memref<8x16xbf16>, %final: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%xa: bf16, %yb: bf16, %acc: f32):
+    %wx = arith.extf %xa : bf16 to f32
+    %wy = arith.extf %yb : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%d : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%final : memref<8x16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  }
+  // The same with nothing after the rounding: the argument keeps c.
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%xa: bf16, %yb: bf16, %acc: f32):
+    %wx = arith.extf %xa : bf16 to f32
+    %wy = arith.extf %yb : bf16 to f32
+    %p = arith.mulf %wx, %wy : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x16xf32>) outs(%d : memref<8x16xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
     %r = arith.truncf %v : f32 to bf16
     linalg.yield %r : bf16
   }

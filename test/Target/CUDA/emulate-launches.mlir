@@ -182,7 +182,7 @@ func.func @unchecked_copy(%a: memref<4xf32>, %b: memref<4xf32>) {
 // CHECK:         %[[EIGHT:.*]] = arith.constant 8 : i64
 // CHECK:         call @weft_emulation_launch(%[[EIGHT]]) : (i64) -> ()
 // CHECK-NEXT:    call @weft_emulated_gemm_f32
-func.func private @weft_emulated_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func private @weft_emulated_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @numbered(%buf: memref<8xf32>, %a: memref<*xf32>, %accumulate: i64) {
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
@@ -192,7 +192,7 @@ func.func @numbered(%buf: memref<8xf32>, %a: memref<*xf32>, %accumulate: i64) {
     memref.store %v, %buf[%tx] : memref<8xf32>
     gpu.terminator
   } {weft.launch_id = 7 : i64}
-  call @weft_emulated_gemm_f32(%a, %a, %a, %a, %accumulate) {weft.launch_id = 8 : i64} : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  call @weft_emulated_gemm_f32(%a, %a, %a, %a, %a, %accumulate) {weft.launch_id = 8 : i64} : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   return
 }
 

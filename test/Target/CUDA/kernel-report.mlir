@@ -79,7 +79,7 @@ func.func @gather(%ids: memref<8xi32>, %table: memref<1000x16xf32>, %out: memref
 // CHECK-SAME:    bytes_read = 8 : i64, bytes_written = 8 : i64, {{.*}} function = "layer", {{.*}} id = 0 : i64, {{.*}} runs = 6 : i64
 // CHECK-SAME:    bytes_read = 4096 : i64, bytes_written = 1024 : i64, {{.*}} flops = 8192 : i64, function = "main", id = 1 : i64, index = 0 : i64, kind = "gemm", library = "cublasLtMatmul", node = "MatMul_3", runs = 1 : i64, shape = [2, 8, 16, 16], tensor_cores = false, tf32 = false
 // CHECK:         call @weft_cuda_gemm_f32({{.*}}) {weft.launch_id = 1 : i64}
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @layer(%x: memref<2xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -105,7 +105,7 @@ func.func @main(%x: memref<2xf32>, %a: memref<2x8x16xf32>, %b: memref<2x16x16xf3
   %uc = memref.cast %c : memref<2x8x16xf32> to memref<*xf32>
   %accumulate = arith.constant 1 : i64
   call @layer(%x) : (memref<2xf32>) -> ()
-  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> () loc("MatMul_3")
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> () loc("MatMul_3")
   call @layer(%x) : (memref<2xf32>) -> ()
   return
 }
@@ -116,8 +116,8 @@ func.func @main(%x: memref<2xf32>, %a: memref<2x8x16xf32>, %b: memref<2x16x16xf3
 // bytes an element, c 4; a broadcast batch (stride 0) reads b once, and
 // with beta = 0 (accumulate 0) c is written, not read.
 // CHECK-LABEL: module attributes {weft.kernel_report
-// CHECK-SAME:    bytes_read = 1024 : i64, bytes_written = 1024 : i64, elements = 768 : i64, exact = true, flops = 8192 : i64, {{.*}} kind = "gemm", library = "cublasLtMatmul", {{.*}} shape = [2, 8, 16, 16], tensor_cores = true, tf32 = false
-func.func private @weft_cuda_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+// CHECK-SAME:    bytes_read = 1024 : i64, bytes_written = 1024 : i64, elements = 768 : i64, epilogue = "", exact = true, flops = 8192 : i64, {{.*}} kind = "gemm", library = "cublasLtMatmul", {{.*}} shape = [2, 8, 16, 16], tensor_cores = true, tf32 = false
+func.func private @weft_cuda_gemm_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @main(%a: memref<2x8x16xbf16>, %b: memref<16x16xbf16>, %c: memref<2x8x16xf32>) {
   %va = memref.reinterpret_cast %a to offset: [0], sizes: [2, 8, 16], strides: [128, 16, 1] : memref<2x8x16xbf16> to memref<2x8x16xbf16, strided<[128, 16, 1]>>
   %vb = memref.reinterpret_cast %b to offset: [0], sizes: [2, 16, 16], strides: [0, 16, 1] : memref<16x16xbf16> to memref<2x16x16xbf16, strided<[0, 16, 1]>>
@@ -125,7 +125,7 @@ func.func @main(%a: memref<2x8x16xbf16>, %b: memref<16x16xbf16>, %c: memref<2x8x
   %ub = memref.cast %vb : memref<2x16x16xbf16, strided<[0, 16, 1]>> to memref<*xbf16>
   %uc = memref.cast %c : memref<2x8x16xf32> to memref<*xf32>
   %overwrite = arith.constant 0 : i64
-  call @weft_cuda_gemm_bf16(%ua, %ub, %uc, %uc, %overwrite) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  call @weft_cuda_gemm_bf16(%ua, %ub, %uc, %uc, %uc, %overwrite) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   return
 }
 
@@ -136,13 +136,36 @@ func.func @main(%a: memref<2x8x16xbf16>, %b: memref<16x16xbf16>, %c: memref<2x8x
 // c too.
 // CHECK-LABEL: module attributes {weft.kernel_report
 // CHECK-SAME:    bytes_read = 2048 : i64, bytes_written = 1024 : i64, {{.*}} kind = "gemm", library = "cublasLtMatmul", {{.*}} tensor_cores = true, tf32 = true
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @main(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf32>) {
   %ua = memref.cast %a : memref<16x8xf32> to memref<*xf32>
   %ub = memref.cast %b : memref<8x16xf32> to memref<*xf32>
   %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
   %flags = arith.constant 3 : i64
-  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %flags) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %uc, %flags) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  return
+}
+
+// -----
+
+// The GELU epilogue (kGemmBias | kGemmGelu) writes the pre-activation
+// (aux, c's type and shape) besides c; the GELU-gradient epilogue reads
+// it. bf16 throughout: a and b 256 bytes, c and aux 512, the bias 32.
+// CHECK-LABEL: module attributes {weft.kernel_report
+// CHECK-SAME:    bytes_read = 544 : i64, bytes_written = 1024 : i64, elements = 784 : i64, epilogue = "bias + GELU", {{[^}]*}} kind = "gemm"
+// CHECK-SAME:    bytes_read = 1024 : i64, bytes_written = 512 : i64, elements = 768 : i64, epilogue = "GELU gradient", {{.*}} kind = "gemm"
+func.func private @weft_cuda_gemm_bf16_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64) attributes {weft.gemm}
+func.func @main(%a: memref<16x8xbf16>, %b: memref<8x16xbf16>, %c: memref<16x16xbf16>, %bias: memref<16xbf16>, %aux: memref<16x16xbf16>, %d: memref<16x16xbf16>) {
+  %ua = memref.cast %a : memref<16x8xbf16> to memref<*xbf16>
+  %ub = memref.cast %b : memref<8x16xbf16> to memref<*xbf16>
+  %uc = memref.cast %c : memref<16x16xbf16> to memref<*xbf16>
+  %ubias = memref.cast %bias : memref<16xbf16> to memref<*xbf16>
+  %uaux = memref.cast %aux : memref<16x16xbf16> to memref<*xbf16>
+  %ud = memref.cast %d : memref<16x16xbf16> to memref<*xbf16>
+  %forward = arith.constant 20 : i64
+  call @weft_cuda_gemm_bf16_bf16(%ua, %ub, %uc, %ubias, %uaux, %forward) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64) -> ()
+  %backward = arith.constant 32 : i64
+  call @weft_cuda_gemm_bf16_bf16(%ua, %ub, %ud, %ud, %uaux, %backward) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, i64) -> ()
   return
 }
 
@@ -151,15 +174,15 @@ func.func @main(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf32
 // The bias epilogue (kGemmBias, beta = 0) reads the bias vector once and
 // does not read c.
 // CHECK-LABEL: module attributes {weft.kernel_report
-// CHECK-SAME:    bias = true, bias_gradient = false, bytes_read = 1088 : i64, bytes_written = 1024 : i64, elements = 528 : i64, {{.*}} kind = "gemm"
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+// CHECK-SAME:    bytes_read = 1088 : i64, bytes_written = 1024 : i64, elements = 528 : i64, epilogue = "bias", {{.*}} kind = "gemm"
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @main(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf32>, %bias: memref<16xf32>) {
   %ua = memref.cast %a : memref<16x8xf32> to memref<*xf32>
   %ub = memref.cast %b : memref<8x16xf32> to memref<*xf32>
   %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
   %ubias = memref.cast %bias : memref<16xf32> to memref<*xf32>
   %flags = arith.constant 4 : i64
-  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %ubias, %flags) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %ubias, %uc, %flags) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   return
 }
 
@@ -206,14 +229,14 @@ func.func @merged(%x: memref<1000xf32>, %y: memref<1000xf32>, %a: memref<16xf32>
 
 // The bias-gradient epilogue (kGemmBiasGradient) writes the vector too.
 // CHECK-LABEL: module attributes {weft.kernel_report
-// CHECK-SAME:    bias = false, bias_gradient = true, bytes_read = 1024 : i64, bytes_written = 288 : i64, elements = 328 : i64, {{.*}} kind = "gemm"
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+// CHECK-SAME:    bytes_read = 1024 : i64, bytes_written = 288 : i64, elements = 328 : i64, epilogue = "bias gradient", {{.*}} kind = "gemm"
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @main(%a: memref<8x16xf32>, %b: memref<16x8xf32>, %c: memref<8x8xf32>, %db: memref<8xf32>) {
   %ua = memref.cast %a : memref<8x16xf32> to memref<*xf32>
   %ub = memref.cast %b : memref<16x8xf32> to memref<*xf32>
   %uc = memref.cast %c : memref<8x8xf32> to memref<*xf32>
   %udb = memref.cast %db : memref<8xf32> to memref<*xf32>
   %flags = arith.constant 8 : i64
-  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %udb, %flags) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %udb, %uc, %flags) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   return
 }

@@ -19,7 +19,7 @@
 // CHECK-NOT:  call @weft_cuda_launch
 // CHECK:      gpu.launch
 // CHECK:      return
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @main(%x: memref<4xf32>, %u: memref<*xf32>) {
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -30,7 +30,7 @@ func.func @main(%x: memref<4xf32>, %u: memref<*xf32>) {
     memref.store %v, %x[%tx] : memref<4xf32>
     gpu.terminator
   } {weft.launch_id = 0 : i64}
-  call @weft_cuda_gemm_f32(%u, %u, %u, %u, %flags) {weft.launch_id = 1 : i64} : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  call @weft_cuda_gemm_f32(%u, %u, %u, %u, %u, %flags) {weft.launch_id = 1 : i64} : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
     gpu.terminator

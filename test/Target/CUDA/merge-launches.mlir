@@ -143,7 +143,7 @@ func.func @library_call_between(%x: memref<256xf32>, %y: memref<256xf32>) {
 // CHECK:           memref.store {{.*}} %arg4
 // CHECK:         } {weft.block_segments = array<i64: 0, 1>}
 // CHECK-NOT:     gpu.launch
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @around_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>, %x: memref<256xf32>, %y: memref<256xf32>) {
   %c1 = arith.constant 1 : index
   %c256 = arith.constant 256 : index
@@ -157,7 +157,7 @@ func.func @around_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memre
   %ua = memref.cast %a : memref<16x16xf32> to memref<*xf32>
   %ub = memref.cast %b : memref<16x16xf32> to memref<*xf32>
   %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
-  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
     memref.store %one, %y[%tx] : memref<256xf32>
@@ -177,7 +177,7 @@ func.func @around_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memre
 // CHECK:         gpu.launch
 // CHECK:           memref.load %arg2
 // CHECK-NOT:     weft.block_segments
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @through_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>, %y: memref<16x16xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -192,7 +192,7 @@ func.func @through_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memr
   %ua = memref.cast %a : memref<16x16xf32> to memref<*xf32>
   %ub = memref.cast %b : memref<16x16xf32> to memref<*xf32>
   %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
-  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
     %v = memref.load %c[%c0, %tx] : memref<16x16xf32>
@@ -216,7 +216,7 @@ func.func @through_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memr
 // CHECK:         gpu.launch
 // CHECK:           memref.load %arg3
 // CHECK-NOT:     gpu.launch
-func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
+func.func private @weft_cuda_gemm_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {weft.gemm}
 func.func @across_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>, %partial: memref<256xf32>, %bias: memref<256xf32>, %y: memref<16x16xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -238,7 +238,7 @@ func.func @across_a_gemm(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memre
   %ua = memref.cast %a : memref<16x16xf32> to memref<*xf32>
   %ub = memref.cast %b : memref<16x16xf32> to memref<*xf32>
   %uc = memref.cast %c : memref<16x16xf32> to memref<*xf32>
-  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
+  call @weft_cuda_gemm_f32(%ua, %ub, %uc, %uc, %uc, %accumulate) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
     %i = arith.remui %tx, %c16 : index

@@ -29,7 +29,7 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     A `linalg.generic` on memrefs whose body is `out + a * b` over one
     reduction dim, with `a` indexed by (batch..., m, k) and `b` by
     (batch..., k, n) in any order and layout, becomes a call of the runtime's
-    `weft_gemm_f32(a, b, c, bias, flags)` (weft/runtime/Contract.h):
+    `weft_gemm_f32(a, b, c, bias, aux, flags)` (weft/runtime/Contract.h):
     `c += a * b`
     (`kGemmAccumulate`), or `c = a * b` (beta = 0) where a zero
     `linalg.fill` of all of `c`
@@ -47,7 +47,9 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     before the GEMM (a zero fill: beta = 0; or an elementwise op such as a
     bias's broadcast, which then writes the bf16 buffer, rounded) and the
     op after it that yields `truncf(c)` into a bf16 buffer of `c`'s shape
-    are the only users of `c`; that op reads the bf16 buffer (widened)
+    are the only users of `c` (`c` a temporary, or an argument that a fill
+    writes all over again afterwards: the plan lends an output's bytes
+    before its value is written); that op reads the bf16 buffer (widened)
     for whatever else it computes from `c`, or goes. The f32 buffer and
     its passes over memory go. Where an op between the producer and the
     rounding touches bytes the plan gave the bf16 buffer too, or where the
@@ -84,6 +86,22 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
     widened), the GEMM has no batch dims and an f32 `c`, and nothing writes
     `b` or touches the vector in between. The fill and the sum go.
 
+    GELU's tanh form on a bf16 GEMM's rounded result is its GELU epilogue
+    (`kGemmGelu`; cuBLASLt's `CUBLASLT_EPILOGUE_GELU_AUX(_BIAS)`): where the
+    op after the GEMM reads only `c` and writes `c` rounded (the
+    pre-activation, the `aux` matrix) and `round(gelu(c rounded))` (the
+    scalar body the lowering builds for `weft.gelu`, recognized by
+    weft::computesExpression), the GEMM writes both and that op goes. Its
+    gradient is the epilogue of the GEMM whose rounded result only a
+    `weft.gelu_grad` body reads with the pre-activation
+    (`kGemmGeluGradient`; `CUBLASLT_EPILOGUE_DGELU`): the GEMM writes that
+    op's output, at the earliest point after the last op that touches the
+    output's bytes or writes the pre-activation, where nothing has
+    written `a` or `b` since the GEMM; that op goes. Both need `c` of one
+    row-major matrix with a multiple of 8 columns and no accumulation
+    (weft::runtime::geluEpilogueRefusal); the epilogue computes from the
+    f32 sum where the op read it rounded.
+
     With `tf32`, an f32 GEMM's flags also carry `kGemmTf32`: the library
     may round its inputs to TF32 (the user allowed it: weftc
     `--allow-tf32`).
@@ -104,7 +122,7 @@ def WeftContractionsToBlas : Pass<"weft-contractions-to-blas"> {
       linalg.yield %s : f32
     }
     // becomes
-    call @weft_gemm_bf16(%ua, %ub, %uc, %uc, %c1_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, i64) -> ()
+    call @weft_gemm_bf16(%ua, %ub, %uc, %uc, %uc, %c1_i64) : (memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> ()
     ```
   }];
   let options = [

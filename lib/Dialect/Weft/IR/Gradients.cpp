@@ -230,28 +230,6 @@ LogicalResult reshapeRule(OpBuilder &builder, Operation *op, Value g,
   return success();
 }
 
-Value geluDerivative(Adjoints &a, Value x, bool tanhApproximation) {
-  auto c = [&](double v) { return a.scalarLike(x, v); };
-  if (tanhApproximation) {
-    // y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
-    Value x2 = a.mul(x, x);
-    Value u = a.mul(c(0.7978845608028654),
-                    a.add(x, a.mul(c(0.044715), a.mul(x2, x))));
-    Value th = TanhOp::create(a.b, a.loc, u);
-    Value du =
-        a.mul(c(0.7978845608028654), a.add(c(1), a.mul(c(3 * 0.044715), x2)));
-    return a.add(
-        a.mul(c(0.5), a.add(c(1), th)),
-        a.mul(a.mul(c(0.5), x), a.mul(a.sub(c(1), a.mul(th, th)), du)));
-  }
-  // y = x Phi(x): dy = Phi(x) + x phi(x).
-  Value cdf = a.mul(
-      c(0.5), a.add(c(1), ErfOp::create(a.b, a.loc, a.mul(x, c(M_SQRT1_2)))));
-  Value pdf = a.mul(c(0.3989422804014327),
-                    ExpOp::create(a.b, a.loc, a.mul(c(-0.5), a.mul(x, x))));
-  return a.add(cdf, a.mul(x, pdf));
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -409,8 +387,8 @@ LogicalResult ReluOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
 LogicalResult GeluOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &grads) {
   Adjoints a(b, *this, grads);
-  grads[0] = a.mul(resultGrads[0],
-                   geluDerivative(a, getInput(), getApproximate() == "tanh"));
+  grads[0] = GeluGradOp::create(b, a.loc, resultGrads[0], getInput(),
+                                getApproximateAttr());
   return success();
 }
 /// Float to float converts the adjoint back; from an integer nothing flows.
@@ -742,6 +720,12 @@ SoftmaxCrossEntropyGradOp::buildAdjoints(OpBuilder &, ArrayRef<Value>,
                                          SmallVectorImpl<Value> &) {
   return emitError("autodiff: weft.softmax_cross_entropy_grad has no gradient "
                    "rule (no second derivative of the cross-entropy)");
+}
+
+LogicalResult GeluGradOp::buildAdjoints(OpBuilder &, ArrayRef<Value>,
+                                        SmallVectorImpl<Value> &) {
+  return emitError("autodiff: weft.gelu_grad has no gradient rule (no second "
+                   "derivative of GELU)");
 }
 
 LogicalResult AttentionGradOp::buildAdjoints(OpBuilder &, ArrayRef<Value>,

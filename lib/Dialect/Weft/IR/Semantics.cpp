@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/runtime/Gelu.h"
 
 #include <cmath>
 
@@ -33,12 +34,6 @@ HostTensor mapFloat(const HostTensor &x, FloatFn fn) {
   for (double &v : r.floats)
     v = fn(v);
   return r;
-}
-
-double geluErf(double x) { return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2)); }
-double geluTanh(double x) {
-  return 0.5 * x *
-         (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
 
 /// Calls `fn(base, stride)` for every 1-D line along `axis`.
@@ -488,7 +483,19 @@ LogicalResult CosOp::evaluate(ArrayRef<const HostTensor *> in,
 }
 LogicalResult GeluOp::evaluate(ArrayRef<const HostTensor *> in,
                                Results &results) {
-  return unary(in, results, getApproximate() == "tanh" ? geluTanh : geluErf);
+  return unary(in, results,
+               getApproximate() == "tanh" ? runtime::geluTanh<double>
+                                          : runtime::geluErf<double>);
+}
+LogicalResult GeluGradOp::evaluate(ArrayRef<const HostTensor *> in,
+                                   Results &results) {
+  FloatFn derivative = getApproximate() == "tanh"
+                           ? runtime::geluTanhDerivative<double>
+                           : runtime::geluErfDerivative<double>;
+  HostTensor r = *in[0];
+  for (auto [g, x] : llvm::zip_equal(r.floats, in[1]->floats))
+    g *= derivative(x);
+  return one(results, std::move(r));
 }
 
 LogicalResult NegOp::evaluate(ArrayRef<const HostTensor *> in,

@@ -212,6 +212,7 @@ OpShardingRule NegOp::getShardingRule() { return broadcastRule(*this); }
 OpShardingRule AbsOp::getShardingRule() { return broadcastRule(*this); }
 OpShardingRule ReluOp::getShardingRule() { return broadcastRule(*this); }
 OpShardingRule GeluOp::getShardingRule() { return broadcastRule(*this); }
+OpShardingRule GeluGradOp::getShardingRule() { return broadcastRule(*this); }
 OpShardingRule NotOp::getShardingRule() { return broadcastRule(*this); }
 OpShardingRule CastOp::getShardingRule() { return broadcastRule(*this); }
 OpShardingRule AddOp::getShardingRule() { return broadcastRule(*this); }

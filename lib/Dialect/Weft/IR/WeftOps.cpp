@@ -205,11 +205,19 @@ OpFoldResult RangeOp::fold(FoldAdaptor) {
 // Elementwise ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult GeluOp::verify() {
-  if (getApproximate() != "none" && getApproximate() != "tanh")
-    return emitOpError("approximate must be \"none\" or \"tanh\", got \"")
-           << getApproximate() << "\"";
+/// GELU's forms: PyTorch's `approximate` names.
+static LogicalResult verifyGeluForm(Operation *op, StringRef approximate) {
+  if (approximate != "none" && approximate != "tanh")
+    return op->emitOpError("approximate must be \"none\" or \"tanh\", got \"")
+           << approximate << "\"";
   return success();
+}
+
+LogicalResult GeluOp::verify() {
+  return verifyGeluForm(*this, getApproximate());
+}
+LogicalResult GeluGradOp::verify() {
+  return verifyGeluForm(*this, getApproximate());
 }
 
 OpFoldResult NegOp::fold(FoldAdaptor adaptor) {

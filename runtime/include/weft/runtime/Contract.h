@@ -52,14 +52,16 @@ constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
 
 /// GEMMs (weft-contractions-to-blas), named with the operands' element type
 /// after the target's prefix (`_f32`, `_bf16`, `_f16`; `_bf16_bf16` also
-/// writes c in bf16): `gemm(a, b, c, bias, flags)`, each matrix (or batch of
-/// them) and the bias an unranked memref, computes c = a * b, plus c under
-/// kGemmAccumulate, plus the bias under kGemmBias, each sum in f32 and c
-/// rounded once. c is written, and the bias under kGemmBiasGradient.
-constexpr unsigned kGemmOperands = 5;
+/// writes c in bf16): `gemm(a, b, c, bias, aux, flags)`, each matrix (or
+/// batch of them), the bias and aux an unranked memref, computes c = a * b,
+/// plus c under kGemmAccumulate, plus the bias under kGemmBias, each sum in
+/// f32 and c rounded once. c is written, the bias under kGemmBiasGradient
+/// and aux under kGemmGelu.
+constexpr unsigned kGemmOperands = 6;
 constexpr unsigned kGemmResultOperand = 2;
 constexpr unsigned kGemmBiasOperand = 3;
-constexpr unsigned kGemmFlagsOperand = 4;
+constexpr unsigned kGemmAuxOperand = 4;
+constexpr unsigned kGemmFlagsOperand = 5;
 /// `flags` (i64): c is read and the product added to it (else c is only
 /// written: beta = 0).
 constexpr int64_t kGemmAccumulate = 1;
@@ -80,11 +82,48 @@ constexpr int64_t kGemmBias = 4;
 /// gradient and c its weight's; cuBLASLt's BGRAD epilogue), for a GEMM of
 /// one matrix (no batch dims), c row-major; not with kGemmBias.
 constexpr int64_t kGemmBiasGradient = 8;
-/// Whether a GEMM with `flags` writes its operand `index`: c, and the bias
-/// under kGemmBiasGradient.
+/// GELU's tanh form on the sum s = a * b (+ bias), in f32 (cuBLASLt's
+/// GELU_AUX epilogue): `aux` is written with s rounded, c with gelu(s)
+/// rounded (weft/runtime/Gelu.h). For a bf16 c (the `_bf16_bf16` GEMMs) of
+/// one matrix, row-major with a multiple of 8 columns, and an aux of c's
+/// type and layout; not with kGemmAccumulate or kGemmBiasGradient. Without
+/// it or kGemmGeluGradient, `aux` is any memref of c's element type (c
+/// itself) and is not touched.
+constexpr int64_t kGemmGelu = 16;
+/// GELU's (tanh form) gradient (cuBLASLt's DGELU epilogue): c = (a * b) *
+/// gelu'(aux), the product in f32, for `aux` the pre-activation kGemmGelu
+/// wrote (read, not written); under the same conditions, nor with kGemmBias.
+constexpr int64_t kGemmGeluGradient = 32;
+/// Whether a GEMM with `flags` writes its operand `index`: c, the bias
+/// under kGemmBiasGradient, aux under kGemmGelu.
 constexpr bool gemmWrites(int64_t flags, unsigned index) {
   return index == kGemmResultOperand ||
-         (index == kGemmBiasOperand && (flags & kGemmBiasGradient));
+         (index == kGemmBiasOperand && (flags & kGemmBiasGradient)) ||
+         (index == kGemmAuxOperand && (flags & kGemmGelu));
+}
+/// Why a GEMM of `rank`-dim c with `columns` columns (its last dim), rows
+/// of stride `rowStride` and an element of `cBytes` bytes may not take the
+/// GELU epilogues `flags` asks for, or nullptr: the conditions above, which
+/// the compiler checks before it asks and the runtimes check again.
+inline const char *geluEpilogueRefusal(int64_t flags, int64_t rank,
+                                       int64_t columns, int64_t rowStride,
+                                       int64_t cBytes) {
+  bool forward = flags & kGemmGelu, backward = flags & kGemmGeluGradient;
+  if (!forward && !backward)
+    return nullptr;
+  if (forward && backward)
+    return "asks for GELU and its gradient at once";
+  if (cBytes != 2)
+    return "needs a bf16 c";
+  if (rank != 2)
+    return "needs one matrix, not a batch";
+  if (columns % 8 != 0 || rowStride != columns)
+    return "needs a row-major c whose columns are a multiple of 8";
+  if (flags & (kGemmAccumulate | kGemmBiasGradient))
+    return "cannot accumulate into c or sum a bias gradient";
+  if (backward && (flags & kGemmBias))
+    return "of the gradient cannot add a bias";
+  return nullptr;
 }
 
 /// Fused attention (weft-attention-to-library), named with the element

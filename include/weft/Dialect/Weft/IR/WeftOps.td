@@ -127,6 +127,32 @@ def Weft_GeluOp : Weft_Op<"gelu",
   let hasVerifier = 1;
 }
 
+def Weft_GeluGradOp : Weft_Op<"gelu_grad",
+    [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "The input gradient of weft.gelu";
+  let description = [{
+    `result_grad * gelu'(input)` for each element, with `gelu'` the
+    derivative of the `weft.gelu` of the same `approximate` form: with
+    `"none"`, `Phi(x) + x * phi(x)` (the normal distribution's CDF and
+    density); with `"tanh"`, `0.5 * (1 + tanh(u)) + 0.5 * x * (1 -
+    tanh(u)^2) * du/dx` for `u = sqrt(2 / pi) * (x + 0.044715 * x^3)`.
+
+    The autodiff emits it for GELU's adjoint: one op the backward can hand
+    to a GEMM whose epilogue computes it (cuBLASLt's DGELU), where a chain
+    of elementary ops would hide what it computes.
+
+    ```mlir
+    %dx = weft.gelu_grad %dy, %x {approximate = "tanh"} : tensor<2x16x256xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$result_grad, Weft_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat =
+      "$result_grad `,` $input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Weft_NotOp : Weft_UnaryOp<"not", Weft_BoolTensor> {
   let hasFolder = 1;
   let summary = "Elementwise logical negation";
