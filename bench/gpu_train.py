@@ -3,9 +3,10 @@
 torch.compile on the same GPU, model, batch and sequence, in one run.
 
   gpu_train.py prepare DIR [--weftc WEFTC] [--layers 12 --hidden 768
-      --heads 12 --vocab 50257 --seq 1024 --batch 8]
+      --heads 12 --vocab 50257 --seq 1024 --batch 8 --gelu tanh]
       On a machine with Weft (no GPU needed): compiles the GPT-2-style
-      training step (default GPT-2 small, 124M) with --target=cuda, in f32
+      training step (default GPT-2 small, 124M, with GPT-2's own tanh GELU,
+      which the GEMMs' epilogues compute) with --target=cuda, in f32
       and at --precision bf16, into DIR
       (no weights: the run draws them, --init-seed), with the libraries the
       GPU machine lacks (utils/gpu_check.sh packs it with the checks).
@@ -46,7 +47,8 @@ def prepare(args):
     if out.exists():
         shutil.rmtree(out)
     (out / "lib").mkdir(parents=True)
-    shape = {k: getattr(args, k) for k in ("layers", "hidden", "heads", "vocab", "seq", "batch")}
+    shape = {k: getattr(args, k)
+             for k in ("layers", "hidden", "heads", "vocab", "seq", "batch", "gelu")}
     onnx_path = out / "gpt.onnx"
     subprocess.run([sys.executable, str(ROOT / "utils" / "gen_gpt2.py"), "-o", str(onnx_path),
                     "--zero-weights", "--external-data"] +
@@ -152,7 +154,9 @@ def torch_rate(shape, steps, device, precision, compiled):
                                     device=x.device).tril()
                 y = scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v
             x = x + self.attn_proj(y.transpose(1, 2).reshape(x.shape))
-            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+            approximate = "tanh" if shape.get("gelu") == "tanh" else "none"
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)),
+                                            approximate=approximate))
 
     class GPT(nn.Module):
         def __init__(self):
@@ -241,6 +245,8 @@ def main():
     for name, default in (("layers", 12), ("hidden", 768), ("heads", 12),
                           ("vocab", 50257), ("seq", 1024), ("batch", 8)):
         p.add_argument(f"--{name}", type=int, default=default)
+    p.add_argument("--gelu", choices=["erf", "tanh"], default="tanh",
+                   help="the model's GELU, on both sides (gen_gpt2.py --gelu)")
     r = sub.add_parser("run")
     r.add_argument("dir")
     r.add_argument("--steps", type=int, default=12)
