@@ -68,12 +68,73 @@ void checkGemmOperand(const char *name, int64_t rank, void *descriptor,
   });
 }
 
+/// The bytes from a view's first element to its last: what a GEMM operand
+/// may touch.
+struct Extent {
+  uintptr_t begin = 0, end = 0;
+  bool overlaps(const Extent &other) const {
+    return begin < other.end && other.begin < end;
+  }
+};
+Extent extentOf(int64_t rank, void *descriptor, int64_t elementBytes) {
+  weft::runtime::View view = weft::runtime::viewOf(rank, descriptor);
+  int64_t last = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (view.sizes[d] == 0)
+      return Extent{};
+    last += (view.sizes[d] - 1) * view.strides[d];
+  }
+  auto first = reinterpret_cast<uintptr_t>(view.aligned) +
+               uintptr_t(view.offset * elementBytes);
+  return Extent{first, first + uintptr_t((last + 1) * elementBytes)};
+}
+
 /// The checks a GPU would fail without, for `a` and `b` of `inputBytes`
 /// bytes an element and `c` of `outputBytes`.
 void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
                void *descA, int64_t rankB, void *descB, int64_t rankC,
                void *descC, int64_t rankBias, void *descBias, int64_t rankAux,
                void *descAux, int64_t flags) {
+  // The GELU epilogue writes the pre-activation, its gradient's reads it:
+  // a matrix of c's type, shape and layout whose leading dimension cuBLASLt
+  // takes (a multiple of 8 elements), sharing no bytes with the other
+  // operands (cuBLASLt's may not overlap). Checked first: what it refuses
+  // is the compiler's error wherever the buffers live.
+  if (flags & (weft::runtime::kGemmGelu | weft::runtime::kGemmGeluGradient)) {
+    weft::runtime::View c = weft::runtime::viewOf(rankC, descC),
+                        aux = weft::runtime::viewOf(rankAux, descAux);
+    const char *refusal = weft::runtime::geluEpilogueRefusal(
+        flags, rankC, c.sizes[rankC - 1],
+        c.strides[rankC - 1] == 1 ? c.strides[rankC - 2] : -1, outputBytes);
+    if (!refusal && (rankAux != rankC || aux.sizes[0] != c.sizes[0] ||
+                     aux.sizes[1] != c.sizes[1] ||
+                     aux.strides[0] != c.strides[0] || aux.strides[1] != 1))
+      refusal = "needs an aux matrix of c's shape and layout";
+    Extent auxBytes = extentOf(rankAux, descAux, outputBytes);
+    std::pair<const char *, Extent> others[] = {
+        {"a", extentOf(rankA, descA, inputBytes)},
+        {"b", extentOf(rankB, descB, inputBytes)},
+        {"c", extentOf(rankC, descC, outputBytes)},
+        {"the bias", flags & weft::runtime::kGemmBias
+                         ? extentOf(rankBias, descBias, outputBytes)
+                         : Extent{}}};
+    for (auto &[name, bytes] : others)
+      if (!refusal && auxBytes.overlaps(bytes)) {
+        fprintf(stderr,
+                "error: emulated CUDA GEMM (cuBLASLt) GELU epilogue's aux "
+                "matrix shares bytes with %s (cuBLASLt's operands may not "
+                "overlap)\n",
+                name);
+        fflush(nullptr);
+        std::_Exit(1);
+      }
+    if (refusal) {
+      fprintf(stderr, "error: emulated CUDA GEMM (cuBLASLt) GELU epilogue %s\n",
+              refusal);
+      fflush(nullptr);
+      std::_Exit(1);
+    }
+  }
   checkGemmOperand("a", rankA, descA, inputBytes, /*isWrite=*/false);
   checkGemmOperand("b", rankB, descB, inputBytes, /*isWrite=*/false);
   // The bias epilogue reads a contiguous vector as long as c's rows, the
@@ -114,28 +175,9 @@ void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
         /*isWrite=*/gradient, "GEMM (cuBLASLt) operand",
         gradient ? "bias gradient" : "bias");
   }
-  // The GELU epilogue writes the pre-activation, its gradient's reads it:
-  // a matrix of c's type, shape and layout whose leading dimension cuBLASLt
-  // takes (a multiple of 8 elements).
-  if (flags & (weft::runtime::kGemmGelu | weft::runtime::kGemmGeluGradient)) {
-    weft::runtime::View c = weft::runtime::viewOf(rankC, descC),
-                        aux = weft::runtime::viewOf(rankAux, descAux);
-    const char *refusal = weft::runtime::geluEpilogueRefusal(
-        flags, rankC, c.sizes[rankC - 1],
-        c.strides[rankC - 1] == 1 ? c.strides[rankC - 2] : -1, outputBytes);
-    if (!refusal && (rankAux != rankC || aux.sizes[0] != c.sizes[0] ||
-                     aux.sizes[1] != c.sizes[1] ||
-                     aux.strides[0] != c.strides[0] || aux.strides[1] != 1))
-      refusal = "needs an aux matrix of c's shape and layout";
-    if (refusal) {
-      fprintf(stderr, "error: emulated CUDA GEMM (cuBLASLt) GELU epilogue %s\n",
-              refusal);
-      fflush(nullptr);
-      std::_Exit(1);
-    }
+  if (flags & (weft::runtime::kGemmGelu | weft::runtime::kGemmGeluGradient))
     checkGemmOperand("aux", rankAux, descAux, outputBytes,
                      /*isWrite=*/flags & weft::runtime::kGemmGelu);
-  }
   // c += a * b reads c as well; c = a * b (beta = 0) does not.
   if (flags & weft::runtime::kGemmAccumulate)
     checkGemmOperand("c", rankC, descC, outputBytes, /*isWrite=*/false);

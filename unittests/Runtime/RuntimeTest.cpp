@@ -30,6 +30,11 @@ void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB, void *descB,
                          int64_t rankC, void *descC, int64_t rankBias,
                          void *descBias, int64_t rankAux, void *descAux,
                          int64_t flags);
+void weft_emulated_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
+                                  void *descB, int64_t rankC, void *descC,
+                                  int64_t rankBias, void *descBias,
+                                  int64_t rankAux, void *descAux,
+                                  int64_t flags);
 void *_mlir_memref_to_llvm_alloc(size_t bytes);
 void _mlir_memref_to_llvm_free(void *pointer);
 }
@@ -483,6 +488,27 @@ TEST(GemmDeathTest, GeluEpilogueNeedsABf16Result) {
                             2, u.descriptor, 2, u.descriptor, kGemmGelu),
               ::testing::ExitedWithCode(1),
               "error: a GEMM's GELU epilogue needs a bf16 c");
+}
+
+/// The emulation refuses what cuBLASLt may not be given: a GELU epilogue
+/// whose aux matrix shares bytes with c, named in one line.
+TEST(GemmDeathTest, EmulatedGeluAuxMayNotOverlapC) {
+  std::vector<uint16_t> a(8 * 8), b(8 * 16), m(8 * 16 + 8);
+  auto bits = [](std::vector<uint16_t> &v) {
+    return reinterpret_cast<float *>(v.data());
+  };
+  Descriptor<2> da{bits(a), bits(a), 0, {8, 8}, {8, 1}};
+  Descriptor<2> db{bits(b), bits(b), 0, {8, 16}, {16, 1}};
+  // c's last row and aux's first share bytes.
+  Descriptor<2> dc{bits(m), bits(m), 0, {8, 16}, {16, 1}};
+  Descriptor<2> daux{bits(m), bits(m), 8, {8, 16}, {16, 1}};
+  Unranked ua{2, &da}, ub{2, &db}, uc{2, &dc}, uaux{2, &daux};
+  EXPECT_EXIT(weft_emulated_gemm_bf16_bf16(
+                  2, ua.descriptor, 2, ub.descriptor, 2, uc.descriptor, 2,
+                  uc.descriptor, 2, uaux.descriptor, kGemmGeluGradient),
+              ::testing::ExitedWithCode(1),
+              "error: emulated CUDA GEMM \\(cuBLASLt\\) GELU epilogue's aux "
+              "matrix shares bytes with c");
 }
 
 TEST(Collectives, OneRankIsTheIdentity) {
