@@ -32,21 +32,44 @@ std::string MeshShape::describe() const {
   return text;
 }
 
-bool MeshShape::parse(const std::string &text, MeshShape &mesh) {
+bool MeshShape::parse(const std::string &text, MeshShape &mesh,
+                      std::string *error) {
   mesh = MeshShape();
+  auto fail = [&](std::string why) {
+    if (error)
+      *error = std::move(why);
+    return false;
+  };
+  auto trim = [](const std::string &s) {
+    size_t first = s.find_first_not_of(" \t");
+    if (first == std::string::npos)
+      return std::string();
+    return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+  };
+  if (trim(text).empty())
+    return true;
   std::stringstream items(text);
-  std::string item;
-  while (std::getline(items, item, ',')) {
+  std::string raw;
+  while (std::getline(items, raw, ',')) {
+    std::string item = trim(raw);
     size_t eq = item.find('=');
-    if (eq == 0 || eq == std::string::npos)
-      return false;
+    std::string name = trim(item.substr(0, eq));
+    std::string sizeText =
+        eq == std::string::npos ? std::string() : trim(item.substr(eq + 1));
     char *end = nullptr;
-    long long size = strtoll(item.c_str() + eq + 1, &end, 10);
-    if (*end || size < 1)
-      return false;
-    mesh.names.push_back(item.substr(0, eq));
+    errno = 0;
+    long long size = strtoll(sizeText.c_str(), &end, 10);
+    if (name.empty() || sizeText.empty() || *end || errno || size < 1)
+      return fail("bad mesh axis '" + item +
+                  "' (expected NAME=SIZE with SIZE >= 1)");
+    for (const std::string &seen : mesh.names)
+      if (seen == name)
+        return fail("mesh axis '" + name + "' appears twice");
+    mesh.names.push_back(name);
     mesh.sizes.push_back(size);
   }
+  if (!text.empty() && text.back() == ',')
+    return fail("bad mesh axis '' (expected NAME=SIZE with SIZE >= 1)");
   return true;
 }
 

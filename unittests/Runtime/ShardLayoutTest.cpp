@@ -24,6 +24,35 @@ std::vector<float> iota(size_t n) {
   return values;
 }
 
+/// The one parser of mesh text (the compiler's weft::Mesh::parse calls
+/// it): describe()'s form round-trips, spaces around items are allowed, and
+/// each malformed form is refused with why.
+TEST(ShardLayout, ParsesMeshText) {
+  MeshShape shape;
+  std::string error;
+  ASSERT_TRUE(MeshShape::parse("dp=2, tp = 4", shape, &error)) << error;
+  EXPECT_EQ(shape.describe(), "dp=2,tp=4");
+  ASSERT_TRUE(MeshShape::parse(shape.describe(), shape));
+  EXPECT_EQ(shape.numRanks(), 8);
+  EXPECT_TRUE(MeshShape::parse("", shape)); // no mesh
+  EXPECT_TRUE(shape.names.empty());
+  for (auto [text, why] :
+       std::initializer_list<std::pair<const char *, const char *>>{
+           {"dp=0", "bad mesh axis 'dp=0' (expected NAME=SIZE with SIZE >= 1)"},
+           {"dp", "bad mesh axis 'dp' (expected NAME=SIZE with SIZE >= 1)"},
+           {"=2", "bad mesh axis '=2' (expected NAME=SIZE with SIZE >= 1)"},
+           {"dp=2x",
+            "bad mesh axis 'dp=2x' (expected NAME=SIZE with SIZE >= 1)"},
+           {"dp=2,,tp=2",
+            "bad mesh axis '' (expected NAME=SIZE with SIZE >= 1)"},
+           {"dp=2,", "bad mesh axis '' (expected NAME=SIZE with SIZE >= 1)"},
+           {"dp=2,dp=2", "mesh axis 'dp' appears twice"}}) {
+    error.clear();
+    EXPECT_FALSE(MeshShape::parse(text, shape, &error)) << text;
+    EXPECT_EQ(error, why) << text;
+  }
+}
+
 TEST(ShardLayout, ParsesAndPrintsSpecs) {
   ShardSpec spec;
   ASSERT_TRUE(ShardSpec::parse("-,1x3", 2, spec));

@@ -3,6 +3,7 @@
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/runtime/ShardLayout.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
@@ -37,30 +38,17 @@ std::string Mesh::describe(ArrayRef<MeshAxis> axes) const {
 }
 
 std::optional<Mesh> Mesh::parse(StringRef text, std::string &error) {
-  Mesh mesh;
-  mesh.symbol = "mesh";
-  SmallVector<StringRef> items;
-  text.split(items, ',', -1, false);
-  if (items.empty()) {
+  runtime::MeshShape shape;
+  if (!runtime::MeshShape::parse(text.str(), shape, &error))
+    return std::nullopt;
+  if (shape.names.empty()) {
     error = "empty mesh (expected e.g. 'dp=2,tp=2')";
     return std::nullopt;
   }
-  for (StringRef item : items) {
-    auto [name, sizeText] = item.trim().split('=');
-    int64_t size = 0;
-    if (name.empty() || sizeText.trim().getAsInteger(10, size) || size < 1) {
-      error = ("bad mesh axis '" + item.trim() +
-               "' (expected NAME=SIZE with SIZE >= 1)")
-                  .str();
-      return std::nullopt;
-    }
-    if (mesh.axisNamed(name)) {
-      error = ("mesh axis '" + name + "' appears twice").str();
-      return std::nullopt;
-    }
-    mesh.names.push_back(name.str());
-    mesh.sizes.push_back(size);
-  }
+  Mesh mesh;
+  mesh.symbol = "mesh";
+  mesh.names.assign(shape.names.begin(), shape.names.end());
+  mesh.sizes.assign(shape.sizes.begin(), shape.sizes.end());
   return mesh;
 }
 

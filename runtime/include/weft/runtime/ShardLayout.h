@@ -35,8 +35,12 @@ struct MeshShape {
   std::vector<int64_t> coordinates(int64_t rank) const;
   /// "dp=2,tp=2".
   std::string describe() const;
-  /// Parses describe()'s form ("" for no mesh); false when malformed.
-  static bool parse(const std::string &text, MeshShape &mesh);
+  /// Parses describe()'s form ("" for no mesh; spaces around an item are
+  /// allowed): NAME=SIZE items, SIZE >= 1, each name once. False when
+  /// malformed, with why in `error` (when given). The one parser of mesh
+  /// text: the compiler's (weft::Mesh::parse) and the runtime's.
+  static bool parse(const std::string &text, MeshShape &mesh,
+                    std::string *error = nullptr);
 };
 
 struct DimSplit {
