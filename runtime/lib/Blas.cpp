@@ -393,11 +393,10 @@ extern "C" void weft_gemm_bf16_bf16(int64_t rankA, void *descA, int64_t rankB,
   gemm(a.view, b.view, c.view, rankC, accumulate);
   if (flags & (weft::runtime::kGemmGelu | weft::runtime::kGemmGeluGradient)) {
     View cView = viewOf(rankC, descC), aux = viewOf(rankAux, descAux);
-    if (rankAux != rankC ||
-        !std::equal(aux.sizes, aux.sizes + rankAux, cView.sizes) ||
-        aux.strides[0] != cView.strides[0] || aux.strides[1] != 1) {
-      fprintf(stderr, "error: a GEMM's GELU epilogue needs an aux matrix of "
-                      "c's shape and layout\n");
+    if (const char *refusal =
+            weft::runtime::geluAuxRefusal(rankC, cView.sizes, cView.strides[0],
+                                          rankAux, aux.sizes, aux.strides)) {
+      fprintf(stderr, "error: a GEMM's GELU epilogue %s\n", refusal);
       fflush(nullptr);
       std::_Exit(1);
     }

@@ -726,10 +726,12 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
     const char *refusal = weft::runtime::geluEpilogueRefusal(
         flags, rankC, n, c.strides[rankC - 1] == 1 ? c.strides[rankC - 2] : -1,
         outputBytes);
-    if (!refusal &&
-        (!swap || rankAux != 2 || aux.sizes[0] != m || aux.sizes[1] != n ||
-         aux.strides[0] != c.strides[0] || aux.strides[1] != 1))
-      refusal = "needs an aux matrix of c's shape and layout";
+    if (!refusal)
+      refusal = weft::runtime::geluAuxRefusal(rankC, c.sizes, c.strides[0],
+                                              rankAux, aux.sizes, aux.strides);
+    // Laid out as c, row-major (the refusal says so): computed as c^T.
+    if (!refusal && !swap)
+      refusal = "needs a row-major c";
     if (refusal) {
       fprintf(stderr, "error: CUDA: a GEMM's GELU epilogue %s\n", refusal);
       std::_Exit(1);

@@ -106,10 +106,9 @@ void checkGemm(int64_t inputBytes, int64_t outputBytes, int64_t rankA,
     const char *refusal = weft::runtime::geluEpilogueRefusal(
         flags, rankC, c.sizes[rankC - 1],
         c.strides[rankC - 1] == 1 ? c.strides[rankC - 2] : -1, outputBytes);
-    if (!refusal && (rankAux != rankC || aux.sizes[0] != c.sizes[0] ||
-                     aux.sizes[1] != c.sizes[1] ||
-                     aux.strides[0] != c.strides[0] || aux.strides[1] != 1))
-      refusal = "needs an aux matrix of c's shape and layout";
+    if (!refusal)
+      refusal = weft::runtime::geluAuxRefusal(rankC, c.sizes, c.strides[0],
+                                              rankAux, aux.sizes, aux.strides);
     Extent auxBytes = extentOf(rankAux, descAux, outputBytes);
     std::pair<const char *, Extent> others[] = {
         {"a", extentOf(rankA, descA, inputBytes)},

@@ -125,6 +125,19 @@ inline const char *geluEpilogueRefusal(int64_t flags, int64_t rank,
     return "of the gradient cannot add a bias";
   return nullptr;
 }
+/// Why `aux` (its rank, sizes and strides) is not a matrix of c's shape
+/// and layout (c a `rank`-dim matrix of `sizes`, rows `rowStride` apart),
+/// as the GELU epilogues need, or nullptr.
+inline const char *geluAuxRefusal(int64_t rank, const int64_t *sizes,
+                                  int64_t rowStride, int64_t auxRank,
+                                  const int64_t *auxSizes,
+                                  const int64_t *auxStrides) {
+  if (auxRank != 2 || rank != 2 || auxSizes[0] != sizes[0] ||
+      auxSizes[1] != sizes[1] || auxStrides[0] != rowStride ||
+      auxStrides[1] != 1)
+    return "needs an aux matrix of c's shape and layout";
+  return nullptr;
+}
 
 /// Fused attention (weft-attention-to-library), named with the element
 /// type after them (`<prefix>_forward_bf16`, `<prefix>_backward_bf16`;
