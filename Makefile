@@ -65,7 +65,7 @@ check-unit: build
 
 # The generated docs are built first: a lit test checks docs/generated/.
 DOC_TARGETS = WeftOpsDocGen WeftInterfacesDocGen WeftPassesDocGen WeftConversionPassesDocGen \
-  WeftLoweringPassesDocGen WeftCPUPassesDocGen WeftCUDAPassesDocGen
+  WeftLoweringPassesDocGen WeftCPUPassesDocGen WeftGPUPassesDocGen
 
 check-lit: build hf-venv
 	ninja -C $(BUILD) $(DOC_TARGETS)
@@ -165,7 +165,7 @@ docs: build
 	cp $(BUILD)/docs/Dialects/WeftOps.md $(BUILD)/docs/Dialects/WeftInterfaces.md \
 	  $(BUILD)/docs/WeftPasses.md \
 	  $(BUILD)/docs/WeftConversionPasses.md $(BUILD)/docs/WeftLoweringPasses.md \
-	  $(BUILD)/docs/WeftCPUPasses.md $(BUILD)/docs/WeftCUDAPasses.md \
+	  $(BUILD)/docs/WeftCPUPasses.md $(BUILD)/docs/WeftGPUPasses.md \
 	  docs/generated/
 
 clean:

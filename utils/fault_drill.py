@@ -9,7 +9,7 @@ losses bit for bit.
 
 Faults (--faults, default all but disk-full):
   kill, segv, stop  that signal, to a random rank at the start of a random
-                    step (WEFT_FAULT=ACTION@RANK:STEP, runtime/lib/Trainer.cpp)
+                    step (WEFT_FAULT=ACTION@RANK:STEP, runtime/lib/core/Trainer.cpp)
   exit0             the rank calls exit(0) in mid-run
   quit0             the rank calls _exit(0), past its exit handlers
   truncate, flip    the newest checkpoint damaged: a rank file cut short,

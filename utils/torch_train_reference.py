@@ -2,7 +2,7 @@
 """Trains a model of utils/gen_torch_models.py in PyTorch, in float64, the
 way Weft's trainer trains its export: the same initial weights (the
 generator's seed), the same batches (windows of the token file at the
-trainer's seeded offsets, runtime/lib/Trainer.cpp), the same learning-rate
+trainer's seeded offsets, runtime/lib/core/Trainer.cpp), the same learning-rate
 schedule (linear warmup, cosine decay to --min-lr, lr/10 by default), AdamW
 (beta1 0.9, beta2 0.95, eps 1e-8, decoupled weight decay on tensors of rank
 2 and more) after clipping the global gradient norm at --clip-norm (scale
@@ -30,7 +30,7 @@ MASK = (1 << 64) - 1
 
 
 def mix(x):
-    """runtime/lib/Trainer.cpp's mix (splitmix64's finalizer)."""
+    """runtime/lib/core/Trainer.cpp's mix (splitmix64's finalizer)."""
     x = (x + 0x9E3779B97F4A7C15) & MASK
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK

@@ -26,3 +26,22 @@ std::string weft::bufferizedLinalgPipeline(const LoweringOptions &options) {
               "buffer-deallocation-pipeline,canonicalize,";
   return pipeline;
 }
+
+std::string weft::hostLoopsToLLVMPipeline(bool openMP) {
+  return std::string(
+             "func.func(math-extend-to-supported-types),weft-approximate-math,"
+             "lower-affine,expand-strided-metadata,lower-affine,"
+             "finalize-memref-to-llvm{use-generic-functions},"
+             "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
+             // No bf16 arithmetic or conversion is left for LLVM, which
+             // would call compiler-runtime functions that Debian 12's GCC
+             // lacks.
+             "func.func(arith-emulate-unsupported-floats{source-types=bf16 "
+             "target-type=f32}),"
+             "weft-expand-bf16-conversions,"
+             "convert-arith-to-llvm,convert-index-to-llvm,"
+             "finalize-memref-to-llvm{use-generic-functions},"
+             "convert-cf-to-llvm,convert-func-to-llvm,") +
+         (openMP ? "convert-openmp-to-llvm," : "") +
+         "reconcile-unrealized-casts";
+}

@@ -10,6 +10,7 @@
 #include "weft/Lowering/Passes.h"
 #include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/CUDA/CUDATarget.h"
+#include "weft/Target/GPU/GPUPipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -42,6 +43,7 @@ void weft::registerAllPasses() {
     weft::registerWeftConversionPasses();
     weft::registerWeftLoweringPasses();
     weft::registerCPUPipelines();
+    weft::registerGPUPipelines();
     weft::registerCUDAPipelines();
   });
 }

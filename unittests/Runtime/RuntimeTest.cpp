@@ -2,6 +2,7 @@
 
 #include "weft/runtime/Collectives.h"
 #include "weft/runtime/Contract.h"
+#include "weft/runtime/Device.h"
 #include "weft/runtime/TensorFiles.h"
 
 #include "gtest/gtest.h"
@@ -509,6 +510,26 @@ TEST(GemmDeathTest, EmulatedGeluAuxMayNotOverlapC) {
               ::testing::ExitedWithCode(1),
               "error: emulated CUDA GEMM \\(cuBLASLt\\) GELU epilogue's aux "
               "matrix shares bytes with c");
+}
+
+// The unit tests link the CPU and emulation backends (unittests/
+// CMakeLists.txt), not the CUDA one.
+TEST(Backends, DevicesComeFromTheLinkedBackends) {
+  std::string error;
+  std::unique_ptr<Device> cpu = createDevice(kCpuDevice, error);
+  ASSERT_TRUE(cpu) << error;
+  EXPECT_STREQ(cpu->name(), kCpuDevice);
+  std::unique_ptr<Device> emulated = createDevice(kEmulatedCudaDevice, error);
+  ASSERT_TRUE(emulated) << error;
+  EXPECT_STREQ(emulated->name(), kEmulatedCudaDevice);
+  ASSERT_TRUE(findBackend(kEmulatedCudaDevice));
+  EXPECT_TRUE(findBackend(kEmulatedCudaDevice)->prepareProcess);
+  EXPECT_FALSE(createDevice(kCudaDevice, error));
+  EXPECT_EQ(error, "this executable has no runtime backend for the device "
+                   "'cuda' (libweft_runtime_cuda.a is not linked)");
+  EXPECT_FALSE(createDevice("tpu", error));
+  EXPECT_EQ(error, "this executable has no runtime backend for the device "
+                   "'tpu'");
 }
 
 TEST(Collectives, OneRankIsTheIdentity) {

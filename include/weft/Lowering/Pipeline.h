@@ -30,6 +30,12 @@ struct LoweringOptions {
 /// follows works on loops over memrefs.
 std::string bufferizedLinalgPipeline(const LoweringOptions &options);
 
+/// The end of a host program's lowering, as pass pipeline text: loops on
+/// memrefs (with `openMP`, their OpenMP regions too) to the LLVM dialect,
+/// with polynomial math and bf16 emulated in f32. The CPU target's code
+/// ends so, and the host code of the GPU kernels' emulation.
+std::string hostLoopsToLLVMPipeline(bool openMP);
+
 } // namespace weft
 
 #endif // WEFT_LOWERING_PIPELINE_H

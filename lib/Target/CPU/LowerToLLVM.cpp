@@ -1,8 +1,10 @@
 //===- LowerToLLVM.cpp - weft IR to the LLVM dialect ----------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Lowering/Pipeline.h"
 #include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/CPU/Passes.h"
+#include "weft/Target/Executable/RuntimeLinkedTarget.h"
 #include "weft/runtime/Contract.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -10,25 +12,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
-
-std::string weft::hostLoopsToLLVMPipeline(bool openMP) {
-  return std::string(
-             "func.func(math-extend-to-supported-types),weft-approximate-math,"
-             "lower-affine,expand-strided-metadata,lower-affine,"
-             "finalize-memref-to-llvm{use-generic-functions},"
-             "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
-             // No bf16 arithmetic or conversion is left for LLVM, which
-             // would call compiler-runtime functions that Debian 12's GCC
-             // lacks.
-             "func.func(arith-emulate-unsupported-floats{source-types=bf16 "
-             "target-type=f32}),"
-             "weft-expand-bf16-conversions,"
-             "convert-arith-to-llvm,convert-index-to-llvm,"
-             "finalize-memref-to-llvm{use-generic-functions},"
-             "convert-cf-to-llvm,convert-func-to-llvm,") +
-         (openMP ? "convert-openmp-to-llvm," : "") +
-         "reconcile-unrealized-casts";
-}
 
 void weft::buildLowerToLLVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options) {

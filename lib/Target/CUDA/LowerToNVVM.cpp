@@ -1,8 +1,8 @@
 //===- LowerToNVVM.cpp - weft IR to the LLVM dialect with GPU kernels -----===//
 
-#include "weft/Target/CPU/CPUTarget.h"
 #include "weft/Target/CUDA/CUDATarget.h"
-#include "weft/Target/CUDA/Passes.h"
+#include "weft/Target/Executable/RuntimeLinkedTarget.h"
+#include "weft/Target/GPU/GPUPipelines.h"
 #include "weft/runtime/Contract.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -20,37 +20,25 @@ std::string weft::cudaToolkitPath() {
   return WEFT_CUDA_TOOLKIT_DIR;
 }
 
-/// Everything up to the kernels as gpu.launch ops in host functions, with
-/// the host's buffers in device memory. Each bf16 attention becomes a host
-/// call of an `attention` function and each GEMM whose operands cuBLAS
-/// reads one of a `gemm` function (cuDNN and cuBLAS, or the emulation's).
-static std::string kernelsPipeline(const weft::LoweringOptions &options,
-                                   llvm::StringRef attention,
-                                   llvm::StringRef gemm) {
-  return "weft-attention-to-library{callee=" + attention.str() + "}," +
-         weft::bufferizedLinalgPipeline(options) +
-         "weft-contractions-to-blas{callee=" + gemm.str() +
-         " require-unit-strides=1 tf32=" + (options.allowTf32 ? "1" : "0") +
-         "},"
-         "weft-strided-copies-to-loops,"
-         "func.func(weft-gpu-row-reductions,weft-gpu-tiled-transposes),"
-         "func.func(convert-linalg-to-parallel-loops,scf-forall-to-parallel),"
-         "weft-gpu-launch-loops,"
-         "weft-gpu-merge-launches{max-parameter-bytes=" +
-         std::to_string(weft::kCudaMaxParameterBytes) +
-         "},weft-gpu-device-memory,weft-gpu-assume-alignment,"
-         "weft-gpu-kernel-report,";
+/// The CUDA target's kernels: the runtime's cuBLASLt GEMMs and cuDNN
+/// attention, or the emulation's, and the parameter bytes of PTX 8.1.
+static weft::GPUKernelsOptions cudaKernels(bool emulated) {
+  if (emulated)
+    return {weft::runtime::kEmulatedAttention, weft::runtime::kEmulatedGemm,
+            weft::kCudaMaxParameterBytes};
+  return {weft::runtime::kCudaAttention, weft::runtime::kCudaGemm,
+          weft::kCudaMaxParameterBytes};
 }
 
 void weft::buildLowerToNVVMPipeline(OpPassManager &pm,
                                     const LoweringOptions &options,
                                     llvm::StringRef format) {
-  std::string pipeline = kernelsPipeline(options, kCudaAttention, kCudaGemm);
+  std::string pipeline = gpuKernelsPipeline(options, cudaKernels(false));
   // The runtime learns where each numbered launch starts: its calls make
   // gpu-async-region wait for the GPU, so only in a profiling build.
   if (options.profileLaunches)
-    pipeline +=
-        std::string("weft-gpu-mark-launches{callee=") + kCudaLaunchMark + "},";
+    pipeline += std::string("weft-gpu-mark-launches{callee=") +
+                runtime::kCudaLaunchMark + "},";
   // Constants go into the kernels' code, not their parameters.
   pipeline += "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
               "weft-gpu-kernel-names,"
@@ -87,18 +75,10 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 };
 } // namespace
 
-/// The kernels run as loops on the CPU, their device accesses checked; the
-/// host code is lowered as the CPU target's, one thread at a time.
-static std::string emulatedKernelsToLLVMPipeline() {
-  return "weft-gpu-emulate-launches," +
-         weft::hostLoopsToLLVMPipeline(/*openMP=*/false);
-}
-
 void weft::buildEmulatedCUDAPipeline(OpPassManager &pm,
                                      const LoweringOptions &options) {
-  std::string pipeline =
-      kernelsPipeline(options, kEmulatedAttention, kEmulatedGemm) +
-      emulatedKernelsToLLVMPipeline();
+  std::string pipeline = gpuKernelsPipeline(options, cudaKernels(true)) +
+                         emulatedKernelsToLLVMPipeline();
   std::string error;
   llvm::raw_string_ostream os(error);
   if (failed(parsePassPipeline(pipeline, pm, os)))
@@ -106,24 +86,12 @@ void weft::buildEmulatedCUDAPipeline(OpPassManager &pm,
 }
 
 void weft::registerCUDAPipelines() {
-  registerWeftCUDAPasses();
   PassPipelineRegistration<LowerToNVVMOptions>(
       "weft-lower-to-nvvm",
       "Lower weft IR to the LLVM dialect with CUDA kernels (after the weft "
       "passes)",
       [](OpPassManager &pm, const LowerToNVVMOptions &options) {
         buildLowerToNVVMPipeline(pm, LoweringOptions{}, options.format);
-      });
-  PassPipelineRegistration<>(
-      "weft-emulated-gpu-to-llvm",
-      "Test tool: lower host code with gpu.launch ops to the LLVM dialect, "
-      "the kernels run as checked loops on the CPU",
-      [](OpPassManager &pm) {
-        std::string error;
-        llvm::raw_string_ostream os(error);
-        if (failed(parsePassPipeline(emulatedKernelsToLLVMPipeline(), pm, os)))
-          llvm::report_fatal_error(llvm::Twine("weft-emulated-gpu-to-llvm: ") +
-                                   error);
       });
 }
 
@@ -150,15 +118,20 @@ public:
 };
 
 /// A test tool, not a GPU: the CUDA target's kernels run on the CPU
-/// (weft-gpu-emulate-launches) in an executable of the CPU runtime.
+/// (weft-gpu-emulate-launches) in an executable of the emulation's runtime
+/// (runtime/lib/emulation), whose GEMMs are the CPU backend's.
 class CUDAEmulationTarget final : public weft::RuntimeLinkedTarget {
 public:
   llvm::StringRef name() const override { return "cuda-emulation"; }
   llvm::StringRef device() const override {
     return weft::runtime::kEmulatedCudaDevice;
   }
-  // The CPU runtime's collectives serve a partitioned program.
+  // The runtime's collectives over MPI serve a partitioned program.
   std::string cannotCompile(bool) const override { return ""; }
+  llvm::SmallVector<std::string, 2> runtimeBackends() const override {
+    return {weft::runtime::runtimeBackendOf(device().str()),
+            weft::runtime::runtimeBackendOf(weft::runtime::kCpuDevice)};
+  }
   void buildLowering(OpPassManager &pm,
                      const weft::LoweringOptions &options) const override {
     weft::buildEmulatedCUDAPipeline(pm, options);

@@ -30,20 +30,6 @@ constexpr const char *kCudaPtxFeatures = "+ptx81";
 /// newer (ptxas refuses more): weft-gpu-merge-launches fills launches to it.
 constexpr int64_t kCudaMaxParameterBytes = 32764;
 
-/// The runtime's GEMMs (c += a * b on strided views, weft-contractions-to-
-/// blas), named with the inputs' element type after them (_f32, _bf16):
-/// cuBLAS on a GPU, the CPU's BLAS under the emulation.
-constexpr const char *kCudaGemm = "weft_cuda_gemm";
-constexpr const char *kEmulatedGemm = "weft_emulated_gemm";
-/// The runtime's fused attention (weft/runtime/Contract.h): cuDNN's SDPA
-/// graphs on a GPU, a CPU reference of the same contract under the
-/// emulation.
-constexpr const char *kCudaAttention = "weft_cuda_attention";
-/// The runtime's mark of where the launch or library call the kernel report
-/// numbered starts (weft-gpu-mark-launches): $WEFT_PROFILE_LAUNCHES times it.
-constexpr const char *kCudaLaunchMark = "weft_cuda_launch";
-constexpr const char *kEmulatedAttention = "weft_emulated_attention";
-
 /// The CUDA toolkit whose ptxas assembles the kernels and whose libdevice
 /// they link: $CUDA_HOME, else the one found when Weft was built.
 std::string cudaToolkitPath();
@@ -62,14 +48,15 @@ void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
 void buildEmulatedCUDAPipeline(mlir::OpPassManager &pm,
                                const LoweringOptions &options);
 
-/// Registers the CUDA passes and `weft-lower-to-nvvm` for weft-opt.
+/// Registers `weft-lower-to-nvvm` for weft-opt.
 void registerCUDAPipelines();
 
 /// The CUDA target.
 const Target &cudaTarget();
 
 /// `--target=cuda-emulation`, a test tool: the CUDA target's kernels run
-/// one thread at a time on the CPU, in an executable of the CPU runtime, so
+/// one thread at a time on the CPU, in an executable of the emulation's
+/// runtime, so
 /// that they are checked against the CPU backend without a GPU. Never a
 /// GPU result.
 const Target &cudaEmulationTarget();

@@ -19,6 +19,7 @@
 #include "weft/Dialect/Weft/Transforms/PipelineSchedule.h"
 #include "weft/Dialect/Weft/Transforms/Sharding.h"
 #include "weft/Dialect/Weft/Transforms/StepPhases.h"
+#include "weft/runtime/Contract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -45,11 +46,10 @@ using pipeline::Instruction;
 
 namespace {
 
-/// The runtime function that timestamps the start of an instruction
-/// (kind: 0 forward, 1 backward, 2 optimizer) for --trace.
-constexpr llvm::StringLiteral kMarkFunction = "weft_pipeline_mark";
-/// Whether the runtime traces (an i1).
-constexpr llvm::StringLiteral kTracingFunction = "weft_tracing";
+/// The runtime functions that timestamp the start of an instruction for
+/// --trace, and say whether the run traces.
+using runtime::kPipelineMarkFunction;
+using runtime::kTracingFunction;
 
 /// The parts of a micro-batch a schedule runs: a stage's forward, its
 /// backward (under ZB-H1 the input-gradient part) and, split off, its
@@ -635,8 +635,8 @@ struct WeftPipelineCutPass
     OpBuilder b(ctx);
     Type i64 = b.getI64Type();
     OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
-    if (!module.lookupSymbol(kMarkFunction))
-      func::FuncOp::create(top, module.getLoc(), kMarkFunction,
+    if (!module.lookupSymbol(kPipelineMarkFunction))
+      func::FuncOp::create(top, module.getLoc(), kPipelineMarkFunction,
                            FunctionType::get(ctx, {i64, i64, i64}, {}))
           .setPrivate();
     if (!module.lookupSymbol(kTracingFunction))
@@ -691,7 +691,7 @@ struct WeftPipelineCutPass
                       ? arith::IndexCastOp::create(then, loc, i64, microbatch)
                             .getResult()
                       : constant(0);
-        func::CallOp::create(then, loc, kMarkFunction, TypeRange{},
+        func::CallOp::create(then, loc, kPipelineMarkFunction, TypeRange{},
                              ValueRange{constant(kind), constant(chunk), k});
         scf::YieldOp::create(then, loc);
       });

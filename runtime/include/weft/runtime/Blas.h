@@ -1,4 +1,4 @@
-//===- Blas.h - The OpenBLAS kernels a process runs -----------------------===//
+//===- Blas.h - The CPU backend's OpenBLAS ----------------------*- C++ -*-===//
 
 #ifndef WEFT_RUNTIME_BLAS_H
 #define WEFT_RUNTIME_BLAS_H
@@ -11,6 +11,11 @@ namespace weft::runtime {
 /// process re-executes itself once with OPENBLAS_CORETYPE set. A core type
 /// set by the user is left alone. Call first in main, before MPI starts.
 void selectBlasKernels(char **argv);
+
+/// What the CPU backend (and the emulation, whose GEMMs are its) prepares
+/// first in main: the kernels above, and OpenBLAS on one thread, the
+/// OpenMP threads being the only ones (the GEMM wrapper splits work).
+void prepareCpuProcess(char **argv);
 
 } // namespace weft::runtime
 

@@ -50,6 +50,37 @@ constexpr const char *kRecvFunctionPrefix = "weft_recv_";
 /// `weft_mesh_coordinate(axis) -> i64`: this rank's coordinate on `axis`.
 constexpr const char *kMeshCoordinateFunction = "weft_mesh_coordinate";
 
+/// The GEMM prefix of each backend (weft-contractions-to-blas{callee}):
+/// OpenBLAS on the CPU, cuBLASLt on a GPU, the CPU's under the emulation.
+constexpr const char *kCpuGemm = "weft_gemm";
+constexpr const char *kCudaGemm = "weft_cuda_gemm";
+constexpr const char *kEmulatedGemm = "weft_emulated_gemm";
+/// The fused attention's prefix (weft-attention-to-library{callee}), then
+/// kAttentionForwardSuffix or kAttentionBackwardSuffix and the element type:
+/// cuDNN's SDPA graphs on a GPU, a CPU reference of the same contract under
+/// the emulation.
+constexpr const char *kCudaAttention = "weft_cuda_attention";
+constexpr const char *kEmulatedAttention = "weft_emulated_attention";
+/// `mark(id)`: the launch or library call the kernel report numbered `id`
+/// starts here (weft-gpu-mark-launches{callee}, weft-gpu-emulate-launches):
+/// $WEFT_PROFILE_LAUNCHES times it, the emulation counts its bytes.
+constexpr const char *kCudaLaunchMark = "weft_cuda_launch";
+constexpr const char *kEmulatedLaunchMark = "weft_emulation_launch";
+/// `weft_emulation_launch_part()`: the next part of a merged launch starts.
+constexpr const char *kEmulatedLaunchPartMark = "weft_emulation_launch_part";
+/// `weft_emulation_check_access(base, address, bytes, is_write, kernel)`
+/// and `weft_emulation_check_alignment(address, alignment, kernel)`: an
+/// emulated kernel's access, and a buffer alignment it states, checked
+/// against the emulated device's allocations.
+constexpr const char *kEmulatedCheckAccess = "weft_emulation_check_access";
+constexpr const char *kEmulatedCheckAlignment =
+    "weft_emulation_check_alignment";
+/// `weft_tracing() -> i1`: whether this run writes a trace;
+/// `weft_pipeline_mark(kind, chunk, microbatch)`: a pipeline stage's work
+/// starts (kind 0: forward, 1: backward, ...; weft-pipeline-cut).
+constexpr const char *kTracingFunction = "weft_tracing";
+constexpr const char *kPipelineMarkFunction = "weft_pipeline_mark";
+
 /// GEMMs (weft-contractions-to-blas), named with the operands' element type
 /// after the target's prefix (`_f32`, `_bf16`, `_f16`; `_bf16_bf16` also
 /// writes c in bf16): `gemm(a, b, c, bias, aux, flags)`, each matrix (or
@@ -258,6 +289,18 @@ struct ManifestTraining {
 constexpr const char *kCpuDevice = "cpu";
 constexpr const char *kCudaDevice = "cuda";
 constexpr const char *kEmulatedCudaDevice = "cuda-emulation";
+/// The runtime backend that serves `device`: its sources are
+/// runtime/lib/<backend>, its library libweft_runtime_<backend>.a, which an
+/// executable for the device links whole; null for an unknown device.
+inline const char *runtimeBackendOf(const std::string &device) {
+  if (device == kCpuDevice)
+    return "cpu";
+  if (device == kCudaDevice)
+    return "cuda";
+  if (device == kEmulatedCudaDevice)
+    return "emulation";
+  return nullptr;
+}
 /// A device that does not share host memory (the CUDA GPU, its emulation)
 /// gives an entry buffers of its own, and compiled code's allocations
 /// blocks of its own, each at a multiple of this many bytes: the CUDA

@@ -34,18 +34,33 @@ public:
 /// Host memory; copies are memcpy and there is nothing to wait for.
 std::unique_ptr<Device> createCpuDevice();
 
-/// The first CUDA GPU of this machine, through the driver (libcuda.so.1,
-/// loaded when first asked for), or null with `error` saying why there is
-/// none ("libcuda.so.1 cannot be loaded", "cuInit: no CUDA-capable device is
-/// detected").
-std::unique_ptr<Device> createCudaDevice(std::string &error);
+/// What one runtime backend (a folder of runtime/lib and its library,
+/// libweft_runtime_<backend>.a) gives the runtime's core: the device a
+/// manifest names, and what the process sets up before anything runs.
+/// Each backend library registers one with a static BackendRegistration;
+/// an executable links the library of its target whole
+/// (weft/Target/RuntimeLinkedTarget.h), so the core names no backend.
+struct Backend {
+  /// The manifest's device (Contract.h: kCpuDevice, kCudaDevice, ...).
+  const char *device;
+  /// The device, or null with `error` saying why there is none ("the CUDA
+  /// driver (libcuda.so.1) cannot be loaded").
+  std::unique_ptr<Device> (*createDevice)(std::string &error);
+  /// Called first in main, before arguments are read and MPI starts; may
+  /// re-execute the process. Null when there is nothing to prepare.
+  void (*prepareProcess)(char **argv);
+};
 
-/// A test tool (weftc --target=cuda-emulation): host memory standing for a
-/// GPU's, each allocation recorded so that every access of an emulated
-/// kernel is checked to fall inside the allocation it addresses.
-std::unique_ptr<Device> createEmulatedCudaDevice();
+class BackendRegistration {
+public:
+  explicit BackendRegistration(const Backend &backend);
+};
 
-/// The device a manifest names (kCpuDevice, ...), or null with `error`.
+/// The backend registered for `device`, or null.
+const Backend *findBackend(const std::string &device);
+
+/// The device a manifest names, or null with `error` naming the device and,
+/// when no backend of this executable serves it, the library that would.
 std::unique_ptr<Device> createDevice(const std::string &kind,
                                      std::string &error);
 

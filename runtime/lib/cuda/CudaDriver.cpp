@@ -1,0 +1,210 @@
+//===- CudaDriver.cpp - The CUDA driver, loaded when first asked ----------===//
+//
+// The driver (libcuda.so.1) is loaded with dlopen when a CUDA device is
+// first asked for, so that an executable built for CUDA starts on a machine
+// without one and says so in one line instead of failing to load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/CudaDriver.h"
+
+#include "weft/runtime/Contract.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+#include <type_traits>
+
+namespace weft::runtime::cuda {
+
+std::string describe(const Driver &driver, CUresult result) {
+  const char *text = nullptr;
+  if (driver.getErrorString && driver.getErrorString(result, &text) == 0 &&
+      text)
+    return text;
+  return "CUDA error " + std::to_string(result);
+}
+
+const Driver *loadDriver(std::string &error) {
+  static Driver driver;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      failure = "the CUDA driver (libcuda.so.1) cannot be loaded";
+      return;
+    }
+    bool missing = false;
+    auto bind = [&](auto &entry, const char *name) {
+      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(
+          dlsym(library, name));
+      if (!entry && !missing) {
+        missing = true;
+        failure = std::string("the CUDA driver has no ") + name;
+      }
+    };
+    bind(driver.init, "cuInit");
+    bind(driver.deviceGetCount, "cuDeviceGetCount");
+    bind(driver.deviceGet, "cuDeviceGet");
+    bind(driver.primaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    bind(driver.ctxSetCurrent, "cuCtxSetCurrent");
+    bind(driver.ctxSynchronize, "cuCtxSynchronize");
+    bind(driver.memAlloc, "cuMemAlloc_v2");
+    bind(driver.memFree, "cuMemFree_v2");
+    bind(driver.memcpyHtoD, "cuMemcpyHtoD_v2");
+    bind(driver.memcpyDtoH, "cuMemcpyDtoH_v2");
+    bind(driver.memcpyAsync, "cuMemcpyAsync");
+    bind(driver.memsetD32Async, "cuMemsetD32Async");
+    bind(driver.memsetD16Async, "cuMemsetD16Async");
+    bind(driver.moduleLoadData, "cuModuleLoadData");
+    bind(driver.moduleUnload, "cuModuleUnload");
+    bind(driver.moduleGetFunction, "cuModuleGetFunction");
+    bind(driver.launchKernel, "cuLaunchKernel");
+    bind(driver.streamCreate, "cuStreamCreate");
+    bind(driver.streamSynchronize, "cuStreamSynchronize");
+    bind(driver.streamDestroy, "cuStreamDestroy_v2");
+    bind(driver.streamWaitEvent, "cuStreamWaitEvent");
+    bind(driver.eventCreate, "cuEventCreate");
+    bind(driver.eventDestroy, "cuEventDestroy_v2");
+    bind(driver.eventRecord, "cuEventRecord");
+    bind(driver.eventSynchronize, "cuEventSynchronize");
+    // Only a profile needs it (cuEventElapsedTime_v2 from CUDA 12.8 on).
+    for (const char *name : {"cuEventElapsedTime_v2", "cuEventElapsedTime"})
+      if (!driver.eventElapsedTime)
+        driver.eventElapsedTime =
+            reinterpret_cast<decltype(driver.eventElapsedTime)>(
+                dlsym(library, name));
+    bind(driver.getErrorString, "cuGetErrorString");
+    if (missing)
+      return;
+    int count = 0;
+    CUdevice device;
+    if (CUresult r = driver.init(0); r != CUDA_SUCCESS) {
+      failure = "cuInit: " + describe(driver, r);
+    } else if (CUresult r = driver.deviceGetCount(&count);
+               r != CUDA_SUCCESS || count == 0) {
+      failure = r != CUDA_SUCCESS ? "cuDeviceGetCount: " + describe(driver, r)
+                                  : "the CUDA driver sees no GPU";
+    } else if (CUresult r = driver.deviceGet(&device, 0); r != CUDA_SUCCESS) {
+      failure = "cuDeviceGet: " + describe(driver, r);
+    } else if (CUresult r = driver.primaryCtxRetain(&driver.context, device);
+               r != CUDA_SUCCESS) {
+      failure = "cuDevicePrimaryCtxRetain: " + describe(driver, r);
+    }
+  });
+  if (!failure.empty()) {
+    error = failure;
+    return nullptr;
+  }
+  // The current context is per thread: once on each thread that calls.
+  thread_local bool current = false;
+  if (!current) {
+    driver.ctxSetCurrent(driver.context);
+    current = true;
+  }
+  return &driver;
+}
+
+const Driver &driver() {
+  std::string error;
+  const Driver *loaded = loadDriver(error);
+  if (!loaded) {
+    fprintf(stderr, "error: no CUDA device: %s\n", error.c_str());
+    fflush(nullptr);
+    std::_Exit(weft::runtime::kExitNoCudaDevice);
+  }
+  return *loaded;
+}
+
+void check(CUresult result, const char *call, const char *subject) {
+  if (result == CUDA_SUCCESS)
+    return;
+  fprintf(stderr, "error: CUDA: %s%s%s failed: %s\n", call,
+          subject ? " of " : "", subject ? subject : "",
+          describe(driver(), result).c_str());
+  fflush(nullptr);
+  std::_Exit(1);
+}
+
+LaunchProfile *launchProfile() {
+  static LaunchProfile *profile = [] {
+    const char *path = std::getenv("WEFT_PROFILE_LAUNCHES");
+    if (!path || !*path)
+      return static_cast<LaunchProfile *>(nullptr);
+    auto *created = new LaunchProfile{path};
+    std::atexit([] {
+      LaunchProfile *p = launchProfile();
+      FILE *file = fopen(p->path.c_str(), "w");
+      if (!file) {
+        fprintf(stderr, "error: cannot write $WEFT_PROFILE_LAUNCHES '%s'\n",
+                p->path.c_str());
+        return;
+      }
+      for (auto [id, seconds] : p->runs)
+        fprintf(file, "%lld %.9g\n", (long long)id, seconds);
+      fclose(file);
+    });
+    return created;
+  }();
+  return profile;
+}
+
+void profiled(CUstream stream, const std::function<void()> &work) {
+  LaunchProfile *profile = launchProfile();
+  if (!profile || profile->current < 0) {
+    work();
+    return;
+  }
+  const Driver &cuda = driver();
+  if (!cuda.eventElapsedTime) {
+    fprintf(stderr, "error: CUDA: $WEFT_PROFILE_LAUNCHES: the driver has no "
+                    "cuEventElapsedTime\n");
+    fflush(nullptr);
+    std::_Exit(1);
+  }
+  CUevent start = nullptr, end = nullptr;
+  check(cuda.eventCreate(&start, /*CU_EVENT_DEFAULT=*/0), "cuEventCreate");
+  check(cuda.eventCreate(&end, /*CU_EVENT_DEFAULT=*/0), "cuEventCreate");
+  check(cuda.eventRecord(start, stream), "cuEventRecord");
+  work();
+  check(cuda.eventRecord(end, stream), "cuEventRecord");
+  check(cuda.eventSynchronize(end), "cuEventSynchronize");
+  float milliseconds = 0;
+  check(cuda.eventElapsedTime(&milliseconds, start, end), "cuEventElapsedTime");
+  cuda.eventDestroy(start);
+  cuda.eventDestroy(end);
+  profile->runs.push_back({profile->current, milliseconds * 1e-3});
+  profile->current = -1;
+}
+
+Stream createStream() {
+  CUstream stream = nullptr;
+  check(driver().streamCreate(&stream, /*CU_STREAM_NON_BLOCKING=*/1),
+        "cuStreamCreate");
+  return stream;
+}
+
+void synchronize(Stream stream, const char *subject) {
+  check(driver().streamSynchronize(static_cast<CUstream>(stream)),
+        "cuStreamSynchronize", subject);
+}
+
+void *allocate(size_t bytes, const char *subject) {
+  CUdeviceptr pointer = 0;
+  check(driver().memAlloc(&pointer, bytes ? bytes : 1), "cuMemAlloc", subject);
+  return reinterpret_cast<void *>(pointer);
+}
+
+void deallocate(void *pointer) {
+  check(driver().memFree(CUdeviceptr(pointer)), "cuMemFree");
+}
+
+void fill32(void *pointer, unsigned value, size_t count, Stream stream) {
+  check(driver().memsetD32Async(CUdeviceptr(pointer), value, count,
+                                static_cast<CUstream>(stream)),
+        "cuMemsetD32Async");
+}
+
+} // namespace weft::runtime::cuda
