@@ -15,7 +15,8 @@
 namespace weft::runtime {
 
 struct AllocationObserver {
-  void (*allocated)(const void *begin, size_t bytes);
+  /// `fresh`: the block is new memory, not one the cache hands out again.
+  void (*allocated)(const void *begin, size_t bytes, bool fresh);
   void (*freed)(const void *begin);
 };
 

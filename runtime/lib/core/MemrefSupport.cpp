@@ -92,8 +92,9 @@ std::multimap<size_t, void *> &freeBlocks() {
   return *blocks;
 }
 
-void *allocateBlock(size_t bytes) {
+void *allocateBlock(size_t bytes, bool &fresh) {
   size_t rounded = (bytes + 63) / 64 * 64;
+  fresh = false;
   {
     std::lock_guard<std::mutex> lock(cacheMutex);
     auto it = freeBlocks().find(rounded);
@@ -106,6 +107,7 @@ void *allocateBlock(size_t bytes) {
   void *block = std::aligned_alloc(64, rounded + kHeader);
   if (!block)
     return nullptr;
+  fresh = true;
   *static_cast<size_t *>(block) = rounded;
   return static_cast<char *>(block) + kHeader;
 }
@@ -113,9 +115,11 @@ void *allocateBlock(size_t bytes) {
 weft::runtime::AllocationObserver observer{};
 
 /// A block handed to compiled code.
-void *handOut(void *pointer, size_t bytes) {
+void *handOut(size_t bytes) {
+  bool fresh;
+  void *pointer = allocateBlock(bytes, fresh);
   if (pointer && observer.allocated)
-    observer.allocated(pointer, bytes);
+    observer.allocated(pointer, bytes, fresh);
   return pointer;
 }
 } // namespace
@@ -126,14 +130,14 @@ void weft::runtime::observeCompiledAllocations(
 }
 
 extern "C" void *_mlir_memref_to_llvm_alloc(size_t bytes) {
-  return handOut(allocateBlock(bytes), bytes);
+  return handOut(bytes);
 }
 
 extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
                                                     size_t bytes) {
   // Blocks are 64-byte aligned, enough for every alignment MLIR requests
   // on this target.
-  return alignment <= 64 ? handOut(allocateBlock(bytes), bytes) : nullptr;
+  return alignment <= 64 ? handOut(bytes) : nullptr;
 }
 
 extern "C" void _mlir_memref_to_llvm_free(void *pointer) {

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 using weft::runtime::Device;
@@ -42,6 +43,11 @@ struct Buffer {
   const void *bound = nullptr; // inputs: caller's data
   void *owned = nullptr;       // outputs, state: host memory of the runtime
   void *device = nullptr;      // the entry's copy, on a device of its own
+  // Params and state on a device of its own: whether the device's copy,
+  // and the host's, hold the newest value.
+  bool deviceCurrent = false, hostCurrent = true;
+  // Outputs: fed back to a param or state buffer after each run.
+  bool fedBack = false;
 };
 
 void *allocateHost(size_t bytes) {
@@ -74,7 +80,17 @@ struct weft_model {
   /// The buffers as the host sees them, and as the entry does: the same
   /// pointers when the device shares the host's memory.
   std::vector<void *> argv, deviceArgv;
+  /// (output, target) pairs of weft_model_feed_back.
+  std::vector<std::pair<size_t, size_t>> feedback;
 };
+
+namespace {
+
+bool isTrainingState(const Buffer &buffer) {
+  return buffer.info.role == WEFT_PARAM || buffer.info.role == WEFT_STATE;
+}
+
+} // namespace
 
 extern "C" {
 
@@ -252,6 +268,7 @@ int weft_model_set_rank(weft_model *model, int rank, char *error,
                            ? static_cast<char *>(model->weights) +
                                  buffer.offset + shard * buffer.shardStride
                            : nullptr;
+      buffer.deviceCurrent = false;
     } else if (buffer.info.role == WEFT_OUTPUT && !buffer.owned) {
       model->argv[i] = buffer.owned = allocateHost(buffer.info.local_bytes);
     } else if (buffer.info.role == WEFT_STATE && !buffer.owned) {
@@ -334,11 +351,76 @@ int weft_model_bind(weft_model *model, size_t i, void *data) {
        model->buffers[i]->info.role != WEFT_STATE))
     return -1;
   model->argv[i] = data;
+  model->buffers[i]->deviceCurrent = false;
+  model->buffers[i]->hostCurrent = true;
   return 0;
 }
 
 void *weft_model_data(weft_model *model, size_t i) {
   return i < model->argv.size() ? model->argv[i] : nullptr;
+}
+
+int weft_model_feed_back(weft_model *model, size_t output, size_t target,
+                         char *error, size_t errorSize) {
+  size_t count = model->buffers.size();
+  if (output >= count || target >= count ||
+      model->buffers[output]->info.role != WEFT_OUTPUT ||
+      !isTrainingState(*model->buffers[target])) {
+    setError(error, errorSize,
+             "weft_model_feed_back: buffer " + std::to_string(output) +
+                 " is no output or buffer " + std::to_string(target) +
+                 " no parameter or state");
+    return -1;
+  }
+  Buffer &from = *model->buffers[output], &to = *model->buffers[target];
+  if (from.info.local_bytes != to.info.local_bytes ||
+      from.specText != to.specText || from.fedBack) {
+    setError(
+        error, errorSize,
+        "output '" + from.name + "' cannot be fed back to '" + to.name + "': " +
+            (from.fedBack ? std::string("it is fed back already")
+                          : "it is split as '" + from.specText +
+                                "' and the target as '" + to.specText + "'"));
+    return -1;
+  }
+  // Its newest value comes back to host memory that must be writable.
+  const char *mapped = static_cast<const char *>(model->weights);
+  const char *data = static_cast<const char *>(model->argv[target]);
+  if (!data ||
+      (mapped && data >= mapped && data < mapped + model->weightsSize)) {
+    if (!to.owned)
+      to.owned = allocateHost(to.info.local_bytes);
+    if (data)
+      memcpy(to.owned, data, to.info.local_bytes);
+    else
+      memset(to.owned, 0, to.info.local_bytes);
+    model->argv[target] = to.owned;
+  }
+  from.fedBack = true;
+  model->feedback.emplace_back(output, target);
+  return 0;
+}
+
+void weft_model_download(weft_model *model) {
+  if (model->device->sharesHostMemory())
+    return;
+  for (size_t i = 0; i < model->buffers.size(); ++i) {
+    Buffer &buffer = *model->buffers[i];
+    if (!isTrainingState(buffer) || buffer.hostCurrent)
+      continue;
+    model->device->copyToHost(model->argv[i], buffer.device,
+                              buffer.info.local_bytes);
+    buffer.hostCurrent = true;
+  }
+  model->device->synchronize();
+}
+
+int weft_model_host_changed(weft_model *model, size_t i) {
+  if (i >= model->buffers.size() || !isTrainingState(*model->buffers[i]))
+    return -1;
+  model->buffers[i]->deviceCurrent = false;
+  model->buffers[i]->hostCurrent = true;
+  return 0;
 }
 
 double weft_model_step_flops(const weft_model *model) {
@@ -366,6 +448,11 @@ void *weft_model_output(weft_model *model, size_t i) {
   return model->buffers[i]->owned;
 }
 
+void weft_model_device_stats(const weft_model *model,
+                             weft_device_stats *stats) {
+  *stats = model->device->stats();
+}
+
 double weft_model_run(weft_model *model, void (*entry)(void **), char *error,
                       size_t errorSize) {
   for (auto &buffer : model->buffers)
@@ -377,18 +464,34 @@ double weft_model_run(weft_model *model, void (*entry)(void **), char *error,
   auto start = std::chrono::steady_clock::now();
   if (model->device->sharesHostMemory()) {
     entry(model->argv.data());
+    for (auto [output, target] : model->feedback)
+      memcpy(model->argv[target], model->argv[output],
+             model->buffers[output]->info.local_bytes);
   } else {
-    // The entry reads every buffer but the outputs, and writes those.
-    for (auto &buffer : model->buffers)
-      if (buffer->info.role != WEFT_OUTPUT)
-        model->device->copyFromHost(
-            buffer->device, model->argv[&buffer - model->buffers.data()],
-            buffer->info.local_bytes);
+    // The inputs go to the device each run, params and state only when
+    // the host's copy is newer; the outputs come back, but those fed back
+    // trade places with their targets on the device.
+    for (size_t i = 0; i < model->buffers.size(); ++i) {
+      Buffer &buffer = *model->buffers[i];
+      if (buffer.info.role == WEFT_OUTPUT ||
+          (isTrainingState(buffer) && buffer.deviceCurrent))
+        continue;
+      model->device->copyFromHost(buffer.device, model->argv[i],
+                                  buffer.info.local_bytes);
+      buffer.deviceCurrent = true;
+    }
     entry(model->deviceArgv.data());
     for (auto &buffer : model->buffers)
-      if (buffer->info.role == WEFT_OUTPUT)
+      if (buffer->info.role == WEFT_OUTPUT && !buffer->fedBack)
         model->device->copyToHost(buffer->owned, buffer->device,
                                   buffer->info.local_bytes);
+    for (auto [output, target] : model->feedback) {
+      Buffer &from = *model->buffers[output], &to = *model->buffers[target];
+      std::swap(from.device, to.device);
+      model->deviceArgv[output] = from.device;
+      model->deviceArgv[target] = to.device;
+      to.hostCurrent = false;
+    }
   }
   model->device->synchronize();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

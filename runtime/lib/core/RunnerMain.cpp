@@ -214,6 +214,8 @@ int main(int argc, char **argv) {
              "instead of the weights file)\n"
              "         [--ckpt-dir DIR [--save-every N] [--resume]] "
              "[--resume-from CHECKPOINT] [--peak-tflops X] [--trace FILE]\n"
+             "         [--device-stats]   (what the device did each step: "
+             "bytes each way, synchronizations, launches, allocations)\n"
              "         [--save-replicas]   (weftc --dp-sync: each checkpoint "
              "also keeps every replica's model before the average)\n"
              "         (a model compiled with weftc --train)\n"
@@ -261,6 +263,8 @@ int main(int argc, char **argv) {
       training.resume = true;
     } else if (arg == "--save-replicas") {
       training.saveReplicas = true;
+    } else if (arg == "--device-stats") {
+      training.deviceStats = true;
     } else if (is("--trace")) {
       training.trace = value("--trace");
       if (training.trace.empty())

@@ -349,6 +349,12 @@ int train(weft_model *model, void (*entry)(void **), World &world,
                             to->sharding + "'");
     feedback.emplace_back(out, it->second);
   }
+  // The model puts each update in its parameter's or state's place after
+  // a step: on a device of its own the state stays there.
+  for (auto [out, target] : feedback)
+    if (char message[512];
+        weft_model_feed_back(model, out, target, message, sizeof(message)))
+      return fail(rank, message);
 
   // What a checkpoint holds: this rank's parameter and state shards.
   std::vector<CheckpointTensor> checkpointed;
@@ -529,6 +535,8 @@ int train(weft_model *model, void (*entry)(void **), World &world,
            options.peakTflops > 0 ? "--peak-tflops" : "estimated");
   char error[1024];
   std::vector<uint16_t> window(seq + 1);
+  weft_device_stats before{};
+  weft_model_device_stats(model, &before);
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     setCurrentStep(step);
     fault.commitAt(rank, step);
@@ -581,11 +589,8 @@ int train(weft_model *model, void (*entry)(void **), World &world,
                             (std::isnan(loss) ? "NaN" : "infinite") +
                             "; the parameters of step " +
                             std::to_string(step - 1) + " are kept");
-    for (auto [out, target] : feedback)
-      memcpy(weft_model_data(model, target), weft_model_output(model, out),
-             weft_model_buffer(model, out)->local_bytes);
     // The step's time includes the new parameters and state taking the old
-    // ones' place, as an in-place optimizer's does.
+    // ones' place (weft_model_feed_back), as an in-place optimizer's does.
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -594,6 +599,10 @@ int train(weft_model *model, void (*entry)(void **), World &world,
     bool saves = !options.checkpointDir.empty() &&
                  ((options.saveEvery && step % options.saveEvery == 0) ||
                   step == options.steps);
+    // A checkpoint and an average read the state in host memory.
+    if (saves || (replicas &&
+                  (step % options.averageEvery == 0 || step == options.steps)))
+      weft_model_download(model);
     if (saves && options.saveReplicas)
       for (int64_t r = 0; r < replicas->size(); ++r)
         if (int status = save(
@@ -604,12 +613,27 @@ int train(weft_model *model, void (*entry)(void **), World &world,
         (step % options.averageEvery == 0 || step == options.steps)) {
       double averageStart = trace::now();
       averageReplicas(*replicas, checkpointed);
+      for (const auto *table : {&params, &states})
+        for (auto &[name, i] : *table)
+          weft_model_host_changed(model, i);
       trace::record(trace::Kind::Collective, averageStart, trace::now(),
                     int64_t(CollectiveKind::AllReduce), 0);
     }
     if (saves)
       if (int status = save(options.checkpointDir, step))
         return status;
+    // What the device did in this step, its checkpoint included.
+    weft_device_stats after{}, device{};
+    weft_model_device_stats(model, &after);
+    device.host_to_device_bytes =
+        after.host_to_device_bytes - before.host_to_device_bytes;
+    device.device_to_host_bytes =
+        after.device_to_host_bytes - before.device_to_host_bytes;
+    device.synchronizations = after.synchronizations - before.synchronizations;
+    device.launches = after.launches - before.launches;
+    device.allocations = after.allocations - before.allocations;
+    device.graph_replays = after.graph_replays - before.graph_replays;
+    before = after;
     if (rank != 0)
       continue;
     double tokensPerSecond = batch * seq / seconds;
@@ -622,6 +646,17 @@ int train(weft_model *model, void (*entry)(void **), World &world,
              static_cast<long long>(step),
              static_cast<long long>(options.steps), loss, lr, norm,
              tokensPerSecond, 100 * mfu);
+    if (options.deviceStats)
+      printf("step %4lld device: %llu B to it, %llu B back, %llu "
+             "synchronizations, %llu launches, %llu allocations, %llu graph "
+             "replays\n",
+             static_cast<long long>(step),
+             static_cast<unsigned long long>(device.host_to_device_bytes),
+             static_cast<unsigned long long>(device.device_to_host_bytes),
+             static_cast<unsigned long long>(device.synchronizations),
+             static_cast<unsigned long long>(device.launches),
+             static_cast<unsigned long long>(device.allocations),
+             static_cast<unsigned long long>(device.graph_replays));
     if (progressBar && step < options.steps) {
       constexpr int width = 30;
       int filled = int(width * step / options.steps);
@@ -630,12 +665,26 @@ int train(weft_model *model, void (*entry)(void **), World &world,
              static_cast<long long>(step),
              static_cast<long long>(options.steps), loss);
     }
-    if (log)
+    if (log) {
       fprintf(log,
               "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": "
-              "%.9g, \"tokens_per_s\": %.1f, \"mfu\": %.4g}\n",
+              "%.9g, \"tokens_per_s\": %.1f, \"mfu\": %.4g",
               static_cast<long long>(step), loss, lr, norm, tokensPerSecond,
               mfu);
+      if (options.deviceStats)
+        fprintf(log,
+                ", \"device\": {\"host_to_device_bytes\": %llu, "
+                "\"device_to_host_bytes\": %llu, \"synchronizations\": %llu, "
+                "\"launches\": %llu, \"allocations\": %llu, \"graph_replays\": "
+                "%llu}",
+                static_cast<unsigned long long>(device.host_to_device_bytes),
+                static_cast<unsigned long long>(device.device_to_host_bytes),
+                static_cast<unsigned long long>(device.synchronizations),
+                static_cast<unsigned long long>(device.launches),
+                static_cast<unsigned long long>(device.allocations),
+                static_cast<unsigned long long>(device.graph_replays));
+      fputs("}\n", log);
+    }
     fflush(stdout);
     if (log)
       fflush(log);

@@ -559,6 +559,7 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
                         lt.workspace, BlasLt::kWorkspaceBytes, lt.stream))
         failGemm("cublasLtMatmul (a bias gradient's sums)", status, *sums);
   });
+  deviceStats().launches += calls.size() + (sums ? 1 : 0);
   synchronize(lt.stream, "a GEMM");
   if (ones)
     weft::runtime::cuda::deallocate(ones);

@@ -33,6 +33,7 @@ public:
     // cuMemAlloc returns 256-byte aligned memory; it refuses 0 bytes.
     if (cuda.memAlloc(&pointer, bytes ? bytes : 1) != CUDA_SUCCESS)
       return nullptr;
+    ++deviceStats().allocations;
     return reinterpret_cast<void *>(pointer);
   }
   void deallocate(void *pointer) override {
@@ -41,14 +42,18 @@ public:
   void copyFromHost(void *device, const void *host, size_t bytes) override {
     if (bytes)
       check(cuda.memcpyHtoD(CUdeviceptr(device), host, bytes), "cuMemcpyHtoD");
+    deviceStats().host_to_device_bytes += bytes;
   }
   void copyToHost(void *host, const void *device, size_t bytes) override {
     if (bytes)
       check(cuda.memcpyDtoH(host, CUdeviceptr(device), bytes), "cuMemcpyDtoH");
+    deviceStats().device_to_host_bytes += bytes;
   }
   void synchronize() override {
     check(cuda.ctxSynchronize(), "cuCtxSynchronize");
+    ++deviceStats().synchronizations;
   }
+  weft_device_stats stats() const override { return deviceStats(); }
 
 private:
   const Driver &cuda;
@@ -112,6 +117,7 @@ void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                                 static_cast<CUstream>(stream), params, extra),
           "cuLaunchKernel");
   });
+  ++deviceStats().launches;
 }
 
 /// Where the launch or library call numbered `id` by the kernel report
@@ -136,6 +142,7 @@ void mgpuStreamDestroy(void *stream) {
 void mgpuStreamSynchronize(void *stream) {
   check(driver().streamSynchronize(static_cast<CUstream>(stream)),
         "cuStreamSynchronize");
+  ++deviceStats().synchronizations;
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
@@ -158,6 +165,7 @@ void mgpuEventDestroy(void *event) {
 void mgpuEventSynchronize(void *event) {
   check(driver().eventSynchronize(static_cast<CUevent>(event)),
         "cuEventSynchronize");
+  ++deviceStats().synchronizations;
 }
 
 void mgpuEventRecord(void *event, void *stream) {
@@ -166,19 +174,22 @@ void mgpuEventRecord(void *event, void *stream) {
         "cuEventRecord");
 }
 
+// The compiled code's buffers come from the backend's pool: a step that
+// repeats reuses the blocks of the one before.
 void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool hostShared) {
   if (hostShared) {
     fprintf(stderr, "error: CUDA: host-shared allocations (gpu.alloc "
                     "host_shared) are not supported by Weft's runtime\n");
     std::_Exit(1);
   }
-  CUdeviceptr pointer = 0;
-  check(driver().memAlloc(&pointer, bytes ? bytes : 1), "cuMemAlloc");
-  return reinterpret_cast<void *>(pointer);
+  return allocate(bytes, "a buffer of compiled code");
 }
 
-void mgpuMemFree(void *pointer, void * /*stream*/) {
-  check(driver().memFree(CUdeviceptr(pointer)), "cuMemFree");
+void mgpuMemFree(void *pointer, void *stream) {
+  // Freed in stream order: the block is free once the stream's work is.
+  if (stream)
+    synchronize(stream, "work before a free");
+  deallocate(pointer);
 }
 
 void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {

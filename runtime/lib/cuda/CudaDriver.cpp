@@ -10,11 +10,14 @@
 
 #include "weft/runtime/Contract.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <map>
 #include <mutex>
 #include <type_traits>
+#include <unordered_map>
 
 namespace weft::runtime::cuda {
 
@@ -189,16 +192,63 @@ Stream createStream() {
 void synchronize(Stream stream, const char *subject) {
   check(driver().streamSynchronize(static_cast<CUstream>(stream)),
         "cuStreamSynchronize", subject);
+  ++deviceStats().synchronizations;
 }
 
+namespace {
+/// The blocks allocate() made, by size when free. A block is freed once
+/// the work that used it has finished (the host code waits for each
+/// launch; a library frees after its stream), so whoever gets it next may
+/// use it on any stream.
+struct DevicePool {
+  std::mutex mutex;
+  std::unordered_map<CUdeviceptr, size_t> sizes;
+  std::multimap<size_t, CUdeviceptr> free;
+};
+
+DevicePool &pool() {
+  static auto *created = new DevicePool();
+  return *created;
+}
+} // namespace
+
 void *allocate(size_t bytes, const char *subject) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  DevicePool &blocks = pool();
+  {
+    std::lock_guard<std::mutex> lock(blocks.mutex);
+    if (auto it = blocks.free.find(rounded); it != blocks.free.end()) {
+      CUdeviceptr pointer = it->second;
+      blocks.free.erase(it);
+      return reinterpret_cast<void *>(pointer);
+    }
+  }
   CUdeviceptr pointer = 0;
-  check(driver().memAlloc(&pointer, bytes ? bytes : 1), "cuMemAlloc", subject);
+  check(driver().memAlloc(&pointer, rounded), "cuMemAlloc", subject);
+  ++deviceStats().allocations;
+  std::lock_guard<std::mutex> lock(blocks.mutex);
+  blocks.sizes[pointer] = rounded;
   return reinterpret_cast<void *>(pointer);
 }
 
 void deallocate(void *pointer) {
-  check(driver().memFree(CUdeviceptr(pointer)), "cuMemFree");
+  DevicePool &blocks = pool();
+  std::lock_guard<std::mutex> lock(blocks.mutex);
+  auto it = blocks.sizes.find(CUdeviceptr(pointer));
+  if (it == blocks.sizes.end()) {
+    fprintf(stderr,
+            "error: CUDA: freeing device memory at %p that the "
+            "runtime did not allocate\n",
+            pointer);
+    fflush(nullptr);
+    std::_Exit(1);
+  }
+  blocks.free.emplace(it->second, it->first);
+}
+
+weft_device_stats &deviceStats() {
+  static weft_device_stats stats{};
+  return stats;
 }
 
 void fill32(void *pointer, unsigned value, size_t count, Stream stream) {

@@ -13,6 +13,8 @@
 #ifndef WEFT_RUNTIME_LIB_CUDA_CUDADRIVER_H
 #define WEFT_RUNTIME_LIB_CUDA_CUDADRIVER_H
 
+#include "weft/runtime/CApi.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -97,6 +99,11 @@ struct LaunchProfile {
   std::vector<std::pair<int64_t, double>> runs;
 };
 
+/// What this process's GPU has done (weft_device_stats), counted where the
+/// backend calls the driver: copies, synchronizations, launches (kernels
+/// and library calls), allocations (those the pool does not serve).
+weft_device_stats &deviceStats();
+
 /// The profile, or null when $WEFT_PROFILE_LAUNCHES is not set.
 LaunchProfile *launchProfile();
 
@@ -114,7 +121,9 @@ Stream createStream();
 /// Returns when the work queued on `stream` has finished; `subject` names
 /// that work in the error line.
 void synchronize(Stream stream, const char *subject);
-/// `bytes` of device memory (cuMemAlloc: 256-byte aligned).
+/// `bytes` of device memory, 256-byte aligned: a block freed before of the
+/// same size, else new memory (cuMemAlloc). Blocks freed go back to that
+/// pool, not to the driver, so a step that repeats allocates nothing.
 void *allocate(size_t bytes, const char *subject);
 void deallocate(void *pointer);
 /// Sets `count` 32-bit words from `pointer` to `value`, queued on `stream`.

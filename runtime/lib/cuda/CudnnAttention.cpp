@@ -987,6 +987,7 @@ void run(Attention &a) {
                a.backward ? "attention backward" : "attention forward");
   });
   api.destroyDescriptor(variants);
+  ++weft::runtime::cuda::deviceStats().launches;
   weft::runtime::cuda::synchronize(api.stream, "a fused attention");
 }
 

@@ -42,6 +42,11 @@ namespace weft::runtime {
 namespace emulation {
 namespace {
 
+/// What the emulated device did (weft_device_stats): the model's copies
+/// and synchronizations, the compiled code's launches (their marks) and
+/// its device allocations that the cache did not serve.
+weft_device_stats stats{};
+
 /// Every live device allocation: its first byte and its size.
 std::map<uintptr_t, size_t> &allocations() {
   static auto *live = new std::map<uintptr_t, size_t>();
@@ -220,13 +225,19 @@ public:
   // The compiled code's allocations (its gpu.alloc) are device memory.
   EmulatedCudaDevice() {
     observeCompiledAllocations(
-        {emulation::recordAllocation, emulation::forgetAllocation});
+        {[](const void *begin, size_t bytes, bool fresh) {
+           emulation::recordAllocation(begin, bytes);
+           emulation::stats.allocations += fresh;
+         },
+         emulation::forgetAllocation});
   }
   const char *name() const override { return kEmulatedCudaDevice; }
   void *allocate(size_t bytes) override {
     void *memory = host->allocate(bytes);
-    if (memory)
+    if (memory) {
       emulation::recordAllocation(memory, bytes);
+      ++emulation::stats.allocations;
+    }
     return memory;
   }
   void deallocate(void *pointer) override {
@@ -235,11 +246,14 @@ public:
   }
   void copyFromHost(void *device, const void *host, size_t bytes) override {
     this->host->copyFromHost(device, host, bytes);
+    emulation::stats.host_to_device_bytes += bytes;
   }
   void copyToHost(void *host, const void *device, size_t bytes) override {
     this->host->copyToHost(host, device, bytes);
+    emulation::stats.device_to_host_bytes += bytes;
   }
-  void synchronize() override {}
+  void synchronize() override { ++emulation::stats.synchronizations; }
+  weft_device_stats stats() const override { return emulation::stats; }
 
 private:
   std::unique_ptr<Device> host = createCpuDevice();
@@ -320,6 +334,7 @@ extern "C" void weft_emulation_check_alignment(int64_t address,
 /// Called by emulated code (weft-gpu-emulate-launches) where the launch or
 /// GEMM numbered `id` by the kernel report starts.
 extern "C" void weft_emulation_launch(int64_t id) {
+  ++weft::runtime::emulation::stats.launches;
   if (weft::runtime::emulation::LaunchCounts *launches =
           weft::runtime::emulation::counts()) {
     launches->finishLaunch();

@@ -91,10 +91,30 @@ int weft_model_set_input(weft_model *model, size_t i, const void *data);
 int weft_model_check_indices(const weft_model *model, size_t i,
                              const void *data, char *error, size_t error_size);
 /* Binds other memory to a parameter or state buffer (a trainer's writable
- * copy of the weights); local_bytes long, not copied. */
+ * copy of the weights); local_bytes long, not copied. Its data goes to the
+ * device before the next run. */
 int weft_model_bind(weft_model *model, size_t i, void *data);
-/* The data of a parameter or state buffer, as bound. */
+/* The data of a parameter or state buffer in host memory, as bound. After
+ * runs that fed outputs back to it on a device of its own, as of the last
+ * weft_model_download. */
 void *weft_model_data(weft_model *model, size_t i);
+/* Declares that after each run, output `output` holds the next value of
+ * the parameter or state buffer `target` (an optimizer's update; both of
+ * one size and split alike). On a device of its own the two trade their
+ * device memory after the run, so the training state stays on the device
+ * and neither is copied; on the host the output is copied into the
+ * target's memory. A parameter still read from the weights file gets a
+ * writable copy. 0, or -1 with `error` set. */
+int weft_model_feed_back(weft_model *model, size_t output, size_t target,
+                         char *error, size_t error_size);
+/* Brings every parameter and state buffer whose newest value is on the
+ * device to its host memory (weft_model_data): for a checkpoint, or an
+ * average of replicas. Nothing to do when the device shares host memory. */
+void weft_model_download(weft_model *model);
+/* The host memory of parameter or state buffer `i` was written (a loaded
+ * checkpoint, an average of replicas): it goes to the device before the
+ * next run. */
+int weft_model_host_changed(weft_model *model, size_t i);
 /* A training step's optimizer ("adamw", "sgd"), Adam's betas and the
  * vocabulary its labels index, or "" for another program. */
 const char *weft_model_optimizer(const weft_model *model, double *beta1,
@@ -105,8 +125,25 @@ const char *weft_model_token_input(const weft_model *model);
 /* The FLOPs of a training step's contractions, over all ranks (0 for
  * another program): what MFU is measured against. */
 double weft_model_step_flops(const weft_model *model);
-/* The data of an output buffer, valid until the model is closed. */
+/* The data of an output buffer, valid until the model is closed; an
+ * output fed back (weft_model_feed_back) on a device of its own is not
+ * copied to the host. */
 void *weft_model_output(weft_model *model, size_t i);
+
+/* What the model's device has done since the process started, counted
+ * by a device of its own (all zero for the host's): bytes copied from host
+ * to device and back, host synchronizations (the host waiting for the
+ * device), launches (kernels and library calls), allocations of device
+ * memory (not those a cache serves again), CUDA graph replays. */
+typedef struct weft_device_stats {
+  uint64_t host_to_device_bytes;
+  uint64_t device_to_host_bytes;
+  uint64_t synchronizations;
+  uint64_t launches;
+  uint64_t allocations;
+  uint64_t graph_replays;
+} weft_device_stats;
+void weft_model_device_stats(const weft_model *model, weft_device_stats *stats);
 
 /* Runs the entry function once; returns its wall time in seconds, or a
  * negative value (with `error` set) if an input is unbound. */

@@ -9,6 +9,8 @@
 #ifndef WEFT_RUNTIME_DEVICE_H
 #define WEFT_RUNTIME_DEVICE_H
 
+#include "weft/runtime/CApi.h"
+
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -29,6 +31,10 @@ public:
   virtual void copyToHost(void *host, const void *device, size_t bytes) = 0;
   /// Waits until all work queued on the device has finished.
   virtual void synchronize() = 0;
+  /// What the device has done since the process started (weft_device_stats:
+  /// the model's copies and the compiled code's launches, synchronizations
+  /// and allocations alike); zero for a device that shares host memory.
+  virtual weft_device_stats stats() const { return {}; }
 };
 
 /// Host memory; copies are memcpy and there is nothing to wait for.

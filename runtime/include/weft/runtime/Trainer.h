@@ -29,6 +29,10 @@ struct TrainOptions {
   bool seedGiven = false;    // --seed was passed (else a resume keeps it)
   double peakTflops = 0;     // one rank's peak, for MFU (0: estimated)
   std::string trace;         // a Chrome trace of every step (weft/Trace.h)
+  /// Print, and log, what the device did in each step (weft_device_stats;
+  /// rank 0's): bytes each way, synchronizations, launches, allocations,
+  /// graph replays.
+  bool deviceStats = false;
   /// >= 0: the parameters start from this seed, GPT-2 style (no weights
   /// file): matrices normal(0, 0.02), residual projections (c_proj, o_proj,
   /// out_proj, down_proj) scaled by 1/sqrt(2 layers), norm scales 1, biases
