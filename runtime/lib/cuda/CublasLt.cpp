@@ -2,7 +2,8 @@
 //
 // weft-contractions-to-blas hands each GEMM to weft_cuda_gemm_* (Contract.h:
 // gemm(a, b, c, bias, aux, flags)). cuBLASLt is loaded with dlopen at the
-// first GEMM, like the driver, and runs on a stream of its own.
+// first GEMM, like the driver, and runs on the compute stream: a GEMM is
+// queued in order with the kernels around it, and nothing waits for it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,20 +64,19 @@ struct BlasLt {
                 void *d, Layout, const Algo *, void *workspace,
                 size_t workspaceBytes, CUstream);
   Handle handle = nullptr;
-  CUstream stream = nullptr;
   /// Scratch for the kernels cuBLASLt picks: 32 MiB, what NVIDIA advises on
   /// Hopper.
   void *workspace = nullptr;
   static constexpr size_t kWorkspaceBytes = 32u << 20;
 };
 
-/// cuBLASLt with a handle, a stream and a workspace of its own, loaded at
+/// cuBLASLt with a handle and a workspace of its own, loaded at
 /// the first GEMM.
 const BlasLt &blasLt() {
   static BlasLt loaded;
   static std::once_flag once;
   std::call_once(once, [] {
-    const Driver &cuda = driver();
+    driver(); // the context, current on this thread
     // On the library path, else in the toolkit.
     std::string toolkit =
         getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda";
@@ -115,8 +115,6 @@ const BlasLt &blasLt() {
     bind(loaded.matmul, "cublasLtMatmul");
     if (int status = loaded.create(&loaded.handle))
       fail("cublasLtCreate failed with status " + std::to_string(status));
-    check(cuda.streamCreate(&loaded.stream, /*CU_STREAM_NON_BLOCKING=*/1),
-          "cuStreamCreate");
     loaded.workspace = weft::runtime::cuda::allocate(BlasLt::kWorkspaceBytes,
                                                      "cuBLASLt's workspace");
   });
@@ -468,6 +466,7 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
     mm.alignAux = alignmentOf(auxPointer);
   }
   const BlasLt &lt = blasLt();
+  CUstream stream = static_cast<CUstream>(computeStream());
   const float one = 1.0f, zero = 0.0f;
   const float *beta = (flags & weft::runtime::kGemmAccumulate) ? &one : &zero;
   // Each matrix's pointers and plan first: the profile times the GPU's
@@ -528,9 +527,9 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
                                 inputBytes == 4             ? 0x3f800000u
                                 : inputs == GemmInputs::F16 ? 0x3c003c00u
                                                             : 0x3f803f80u,
-                                size_t(words), lt.stream);
+                                size_t(words), stream);
   }
-  profiled(lt.stream, [&] {
+  profiled(stream, [&] {
     for (const Call &call : calls) {
       const LtPlan &plan = *call.plan;
       // The descriptor is shared by the calls of this shape (GEMMs run from
@@ -548,7 +547,7 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
       if (int status = lt.matmul(lt.handle, plan.desc, &one, call.x, plan.x,
                                  call.y, plan.y, beta, call.z, plan.z, call.z,
                                  plan.z, &plan.algo, lt.workspace,
-                                 BlasLt::kWorkspaceBytes, lt.stream))
+                                 BlasLt::kWorkspaceBytes, stream))
         failGemm("cublasLtMatmul", status, mm);
     }
     if (sums)
@@ -556,11 +555,11 @@ void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
               lt.matmul(lt.handle, sumsPlan->desc, &one, calls.front().x,
                         sumsPlan->x, ones, sumsPlan->y, &zero, biasPointer,
                         sumsPlan->z, biasPointer, sumsPlan->z, &sumsPlan->algo,
-                        lt.workspace, BlasLt::kWorkspaceBytes, lt.stream))
+                        lt.workspace, BlasLt::kWorkspaceBytes, stream))
         failGemm("cublasLtMatmul (a bias gradient's sums)", status, *sums);
   });
+  queued();
   deviceStats().launches += calls.size() + (sums ? 1 : 0);
-  synchronize(lt.stream, "a GEMM");
   if (ones)
     weft::runtime::cuda::deallocate(ones);
 }

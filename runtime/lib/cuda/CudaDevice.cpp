@@ -40,19 +40,24 @@ public:
     check(cuda.memFree(CUdeviceptr(pointer)), "cuMemFree");
   }
   void copyFromHost(void *device, const void *host, size_t bytes) override {
-    if (bytes)
-      check(cuda.memcpyHtoD(CUdeviceptr(device), host, bytes), "cuMemcpyHtoD");
+    // In stream order; a pageable source is staged before the call returns.
+    if (bytes) {
+      check(cuda.memcpyHtoDAsync(CUdeviceptr(device), host, bytes,
+                                 static_cast<CUstream>(computeStream())),
+            "cuMemcpyHtoDAsync");
+      queued();
+    }
     deviceStats().host_to_device_bytes += bytes;
   }
   void copyToHost(void *host, const void *device, size_t bytes) override {
+    // The compute stream does not order the legacy stream's copy: wait for
+    // the work that wrote `device` first.
+    waitForQueuedWork("the work before a copy to the host");
     if (bytes)
       check(cuda.memcpyDtoH(host, CUdeviceptr(device), bytes), "cuMemcpyDtoH");
     deviceStats().device_to_host_bytes += bytes;
   }
-  void synchronize() override {
-    check(cuda.ctxSynchronize(), "cuCtxSynchronize");
-    ++deviceStats().synchronizations;
-  }
+  void synchronize() override { waitForQueuedWork("the device's work"); }
   weft_device_stats stats() const override { return deviceStats(); }
 
 private:
@@ -117,6 +122,7 @@ void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                                 static_cast<CUstream>(stream), params, extra),
           "cuLaunchKernel");
   });
+  queued();
   ++deviceStats().launches;
 }
 
@@ -127,23 +133,17 @@ void weft_cuda_launch(int64_t id) {
     profile->current = id;
 }
 
-void *mgpuStreamCreate() {
-  CUstream stream = nullptr;
-  check(driver().streamCreate(&stream, /*CU_STREAM_NON_BLOCKING=*/1),
-        "cuStreamCreate");
-  return stream;
-}
+// gpu-async-region gives each op a stream of its own and waits for it;
+// here every op goes on the one compute stream, in program order. The
+// host code never reads device memory (weft-gpu-device-memory puts all of
+// it there, and the runtime's copies to the host wait for the stream), so
+// its waits have nothing to wait for: no host synchronization inside a
+// step.
+void *mgpuStreamCreate() { return computeStream(); }
 
-void mgpuStreamDestroy(void *stream) {
-  check(driver().streamDestroy(static_cast<CUstream>(stream)),
-        "cuStreamDestroy");
-}
+void mgpuStreamDestroy(void * /*stream*/) {}
 
-void mgpuStreamSynchronize(void *stream) {
-  check(driver().streamSynchronize(static_cast<CUstream>(stream)),
-        "cuStreamSynchronize");
-  ++deviceStats().synchronizations;
-}
+void mgpuStreamSynchronize(void * /*stream*/) {}
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
   check(driver().streamWaitEvent(static_cast<CUstream>(stream),
@@ -174,8 +174,8 @@ void mgpuEventRecord(void *event, void *stream) {
         "cuEventRecord");
 }
 
-// The compiled code's buffers come from the backend's pool: a step that
-// repeats reuses the blocks of the one before.
+// The compiled code's buffers come from the backend's pool, in stream
+// order: a step that repeats reuses the blocks of the one before.
 void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool hostShared) {
   if (hostShared) {
     fprintf(stderr, "error: CUDA: host-shared allocations (gpu.alloc "
@@ -185,17 +185,13 @@ void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool hostShared) {
   return allocate(bytes, "a buffer of compiled code");
 }
 
-void mgpuMemFree(void *pointer, void *stream) {
-  // Freed in stream order: the block is free once the stream's work is.
-  if (stream)
-    synchronize(stream, "work before a free");
-  deallocate(pointer);
-}
+void mgpuMemFree(void *pointer, void * /*stream*/) { deallocate(pointer); }
 
 void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
   check(driver().memcpyAsync(CUdeviceptr(destination), CUdeviceptr(source),
                              bytes, static_cast<CUstream>(stream)),
         "cuMemcpyAsync");
+  queued();
 }
 
 void mgpuMemset32(void *destination, unsigned value, size_t count,
@@ -203,6 +199,7 @@ void mgpuMemset32(void *destination, unsigned value, size_t count,
   check(driver().memsetD32Async(CUdeviceptr(destination), value, count,
                                 static_cast<CUstream>(stream)),
         "cuMemsetD32Async");
+  queued();
 }
 
 void mgpuMemset16(void *destination, unsigned short value, size_t count,
@@ -210,16 +207,16 @@ void mgpuMemset16(void *destination, unsigned short value, size_t count,
   check(driver().memsetD16Async(CUdeviceptr(destination), value, count,
                                 static_cast<CUstream>(stream)),
         "cuMemsetD16Async");
+  queued();
 }
 
+// The runtime chose the device (localDevice); the host code does not.
 void mgpuSetDefaultDevice(int32_t device) {
-  if (device != 0) {
-    fprintf(stderr,
-            "error: CUDA: Weft's runtime runs on device 0 only, "
-            "not %d\n",
-            device);
-    std::_Exit(1);
-  }
+  fprintf(stderr,
+          "error: CUDA: the host code asks for device %d; Weft's runtime "
+          "chooses each process's device by its local rank\n",
+          device);
+  std::_Exit(1);
 }
 
 } // extern "C"

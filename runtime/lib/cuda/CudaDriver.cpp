@@ -11,6 +11,7 @@
 #include "weft/runtime/Contract.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -27,6 +28,14 @@ std::string describe(const Driver &driver, CUresult result) {
       text)
     return text;
   return "CUDA error " + std::to_string(result);
+}
+
+int localDevice(int count) {
+  for (const char *name : {"LOCAL_RANK", "MPI_LOCALRANKID",
+                           "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"})
+    if (const char *value = getenv(name); value && *value)
+      return count > 0 ? std::max(0, atoi(value)) % count : 0;
+  return 0;
 }
 
 const Driver *loadDriver(std::string &error) {
@@ -56,7 +65,7 @@ const Driver *loadDriver(std::string &error) {
     bind(driver.ctxSynchronize, "cuCtxSynchronize");
     bind(driver.memAlloc, "cuMemAlloc_v2");
     bind(driver.memFree, "cuMemFree_v2");
-    bind(driver.memcpyHtoD, "cuMemcpyHtoD_v2");
+    bind(driver.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     bind(driver.memcpyDtoH, "cuMemcpyDtoH_v2");
     bind(driver.memcpyAsync, "cuMemcpyAsync");
     bind(driver.memsetD32Async, "cuMemsetD32Async");
@@ -90,7 +99,8 @@ const Driver *loadDriver(std::string &error) {
                r != CUDA_SUCCESS || count == 0) {
       failure = r != CUDA_SUCCESS ? "cuDeviceGetCount: " + describe(driver, r)
                                   : "the CUDA driver sees no GPU";
-    } else if (CUresult r = driver.deviceGet(&device, 0); r != CUDA_SUCCESS) {
+    } else if (CUresult r = driver.deviceGet(&device, localDevice(count));
+               r != CUDA_SUCCESS) {
       failure = "cuDeviceGet: " + describe(driver, r);
     } else if (CUresult r = driver.primaryCtxRetain(&driver.context, device);
                r != CUDA_SUCCESS) {
@@ -173,7 +183,9 @@ void profiled(CUstream stream, const std::function<void()> &work) {
   check(cuda.eventRecord(start, stream), "cuEventRecord");
   work();
   check(cuda.eventRecord(end, stream), "cuEventRecord");
+  // A profile waits for each launch: counted as what it is.
   check(cuda.eventSynchronize(end), "cuEventSynchronize");
+  ++deviceStats().synchronizations;
   float milliseconds = 0;
   check(cuda.eventElapsedTime(&milliseconds, start, end), "cuEventElapsedTime");
   cuda.eventDestroy(start);
@@ -182,24 +194,34 @@ void profiled(CUstream stream, const std::function<void()> &work) {
   profile->current = -1;
 }
 
-Stream createStream() {
-  CUstream stream = nullptr;
-  check(driver().streamCreate(&stream, /*CU_STREAM_NON_BLOCKING=*/1),
-        "cuStreamCreate");
+Stream computeStream() {
+  static CUstream stream = [] {
+    CUstream created = nullptr;
+    check(driver().streamCreate(&created, /*CU_STREAM_NON_BLOCKING=*/1),
+          "cuStreamCreate");
+    return created;
+  }();
   return stream;
 }
 
-void synchronize(Stream stream, const char *subject) {
-  check(driver().streamSynchronize(static_cast<CUstream>(stream)),
+namespace {
+std::atomic<bool> workQueued{false};
+} // namespace
+
+void queued() { workQueued = true; }
+
+void waitForQueuedWork(const char *subject) {
+  if (!workQueued.exchange(false))
+    return;
+  check(driver().streamSynchronize(static_cast<CUstream>(computeStream())),
         "cuStreamSynchronize", subject);
   ++deviceStats().synchronizations;
 }
 
 namespace {
-/// The blocks allocate() made, by size when free. A block is freed once
-/// the work that used it has finished (the host code waits for each
-/// launch; a library frees after its stream), so whoever gets it next may
-/// use it on any stream.
+/// The blocks allocate() made, by size when free. All device work runs in
+/// order on the compute stream, so a block freed after the work that uses
+/// it was queued is free for whatever the stream runs next.
 struct DevicePool {
   std::mutex mutex;
   std::unordered_map<CUdeviceptr, size_t> sizes;
@@ -255,6 +277,7 @@ void fill32(void *pointer, unsigned value, size_t count, Stream stream) {
   check(driver().memsetD32Async(CUdeviceptr(pointer), value, count,
                                 static_cast<CUstream>(stream)),
         "cuMemsetD32Async");
+  queued();
 }
 
 } // namespace weft::runtime::cuda

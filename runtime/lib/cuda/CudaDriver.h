@@ -1,7 +1,8 @@
 //===- CudaDriver.h - The CUDA driver, for the backend ----------*- C++ -*-===//
 //
 // CudaDriver.cpp loads the driver (libcuda.so.1, with dlopen) and owns
-// device 0's context. The backend's other files reach it through these:
+// the context of this process's GPU. The backend's other files reach it
+// through these:
 // CudaDevice.cpp (the runtime's Device and MLIR's mgpu* functions) through
 // the driver's entry points, the GPU libraries (CublasLt.cpp,
 // CudnnAttention.cpp) through the helpers at the end. Each helper makes the
@@ -46,7 +47,7 @@ struct Driver {
   CUresult (*ctxSynchronize)();
   CUresult (*memAlloc)(CUdeviceptr *, size_t);
   CUresult (*memFree)(CUdeviceptr);
-  CUresult (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*memcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
   CUresult (*memcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*memcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*memsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
@@ -71,10 +72,17 @@ struct Driver {
   CUcontext context = nullptr;
 };
 
+/// This process's GPU among `count`: its rank among the processes on this
+/// machine (torchrun's LOCAL_RANK, MPICH's MPI_LOCALRANKID, Open MPI's
+/// OMPI_COMM_WORLD_LOCAL_RANK, Slurm's SLURM_LOCALID) modulo `count`; 0 for
+/// a process started alone.
+int localDevice(int count);
+
 /// The text of a driver error.
 std::string describe(const Driver &driver, CUresult result);
 
-/// Loads the driver and makes device 0's primary context current; once per
+/// Loads the driver and makes the primary context of this process's GPU
+/// (localDevice) current; once per
 /// process. Null with `error` when there is no usable GPU.
 const Driver *loadDriver(std::string &error);
 
@@ -116,11 +124,17 @@ void profiled(CUstream stream, const std::function<void()> &work);
 /// A CUstream (the same object as a cudaStream_t), opaque to the libraries.
 using Stream = void *;
 
-/// A new non-blocking stream.
-Stream createStream();
-/// Returns when the work queued on `stream` has finished; `subject` names
-/// that work in the error line.
-void synchronize(Stream stream, const char *subject);
+/// The one stream of this process: every launch, library call, copy and
+/// fill goes on it, in program order, so that nothing the host queues
+/// waits for the host; the host waits (waitForQueuedWork) only where it
+/// reads what the device wrote. Non-blocking; made when first asked for.
+Stream computeStream();
+/// Notes that work was queued on the compute stream.
+void queued();
+/// Returns when the work queued on the compute stream has finished, and
+/// counts a synchronization, if any was queued since the last wait;
+/// `subject` names what needs it in the error line.
+void waitForQueuedWork(const char *subject);
 /// `bytes` of device memory, 256-byte aligned: a block freed before of the
 /// same size, else new memory (cuMemAlloc). Blocks freed go back to that
 /// pool, not to the driver, so a step that repeats allocates nothing.

@@ -9,8 +9,8 @@
 // are the ones NVIDIA's cudnn-frontend builds for its SDPA nodes (matmul,
 // scale, bias, mask, softmax with its statistics, matmul; and the
 // backward's), the pattern cuDNN's fused engines recognize. Each shape's
-// execution plan is built once and cached; every call runs on one stream
-// and returns when its outputs are written.
+// execution plan is built once and cached; every call is queued on the
+// backend's compute stream, in order with the kernels around it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,8 +96,8 @@ constexpr int kReduceAdd = 0, kReduceMax = 3;
 // cudnnBackendHeurMode_t
 constexpr int kHeurModeFallback = 2, kHeurModeA = 3;
 
-/// The entry points this file calls (cudnn_graph.h), and one handle on a
-/// stream of its own.
+/// The entry points this file calls (cudnn_graph.h), and one handle on the
+/// compute stream.
 struct Cudnn {
   using Handle = struct cudnnContext *;
   size_t (*getVersion)();
@@ -184,9 +184,9 @@ const Cudnn &cudnn(const std::string &where) {
     if (loaded.version < 90000)
       fail("cuDNN " + std::to_string(loaded.version) +
            " is too old: fused attention needs cuDNN 9 " + where);
-    // The stream first: it makes device 0's context current on this
+    // The stream first: it makes the device's context current on this
     // thread, which cudnnCreate binds the handle to.
-    loaded.stream = weft::runtime::cuda::createStream();
+    loaded.stream = weft::runtime::cuda::computeStream();
     if (int status = loaded.create(&loaded.handle))
       fail("cuDNN cudnnCreate failed: " + describe(loaded, status) + " " +
            where);
@@ -931,8 +931,8 @@ void run(Attention &a) {
   }
   Plan &plan = found->second;
 
-  // The workspace: the largest any plan has needed, grown (never shrunk)
-  // between calls, when the stream is idle.
+  // The workspace: the largest any plan has needed, grown (never shrunk);
+  // the pool hands the old one out again in stream order.
   if (plan.workspaceBytes > shared.workspaceBytes) {
     if (shared.workspace)
       weft::runtime::cuda::deallocate(shared.workspace);
@@ -987,8 +987,8 @@ void run(Attention &a) {
                a.backward ? "attention backward" : "attention forward");
   });
   api.destroyDescriptor(variants);
+  weft::runtime::cuda::queued();
   ++weft::runtime::cuda::deviceStats().launches;
-  weft::runtime::cuda::synchronize(api.stream, "a fused attention");
 }
 
 /// The call's sizes from q [B, Hq, S, D], k [B, Hkv, T, D] and

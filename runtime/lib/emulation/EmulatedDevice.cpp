@@ -42,10 +42,19 @@ namespace weft::runtime {
 namespace emulation {
 namespace {
 
-/// What the emulated device did (weft_device_stats): the model's copies
-/// and synchronizations, the compiled code's launches (their marks) and
-/// its device allocations that the cache did not serve.
+/// What the emulated device did (weft_device_stats): the model's copies,
+/// the compiled code's launches (their marks) and its device allocations
+/// that the cache did not serve, and the host's waits where the CUDA
+/// backend's one stream would make it wait: before a copy to the host or
+/// at the end of a run, when work was queued since the last wait.
 weft_device_stats stats{};
+bool workQueued = false;
+
+void waitForQueuedWork() {
+  if (workQueued)
+    ++stats.synchronizations;
+  workQueued = false;
+}
 
 /// Every live device allocation: its first byte and its size.
 std::map<uintptr_t, size_t> &allocations() {
@@ -247,12 +256,14 @@ public:
   void copyFromHost(void *device, const void *host, size_t bytes) override {
     this->host->copyFromHost(device, host, bytes);
     emulation::stats.host_to_device_bytes += bytes;
+    emulation::workQueued = true;
   }
   void copyToHost(void *host, const void *device, size_t bytes) override {
+    emulation::waitForQueuedWork();
     this->host->copyToHost(host, device, bytes);
     emulation::stats.device_to_host_bytes += bytes;
   }
-  void synchronize() override { ++emulation::stats.synchronizations; }
+  void synchronize() override { emulation::waitForQueuedWork(); }
   weft_device_stats stats() const override { return emulation::stats; }
 
 private:
@@ -335,6 +346,7 @@ extern "C" void weft_emulation_check_alignment(int64_t address,
 /// GEMM numbered `id` by the kernel report starts.
 extern "C" void weft_emulation_launch(int64_t id) {
   ++weft::runtime::emulation::stats.launches;
+  weft::runtime::emulation::workQueued = true;
   if (weft::runtime::emulation::LaunchCounts *launches =
           weft::runtime::emulation::counts()) {
     launches->finishLaunch();
