@@ -10,7 +10,7 @@ torch.compile on the same GPU, model, batch and sequence, in one run.
       and at --precision bf16, into DIR
       (no weights: the run draws them, --init-seed), with the libraries the
       GPU machine lacks (utils/gpu_check.sh packs it with the checks).
-  gpu_train.py run DIR [--steps 12] [--device cuda]
+  gpu_train.py run DIR [--steps 12] [--device cuda] [--torch-modes eager,compile]
       On the GPU machine (PyTorch with CUDA): trains Weft's step and
       PyTorch's (nanoGPT's model: same shapes, AdamW, clipping) from random
       parameters on random tokens, and prints the median tokens/s of each,
@@ -209,8 +209,14 @@ def run(args):
             rows.append(("weft cuda", precision, weft_rate(base, precision, args.steps, env)))
         except RuntimeError as error:
             print(f"weft cuda {precision}: FAIL: {error}")
+    modes = args.torch_modes.split(",")
+    if not modes or set(modes) - {"eager", "compile"}:
+        print(f"error: --torch-modes takes eager, compile or both, not "
+              f"'{args.torch_modes}'", file=sys.stderr)
+        return 2
+    modes = [mode == "compile" for mode in modes]
     for precision in ("f32", "bf16"):
-        for compiled in (False, True):
+        for compiled in modes:
             name = "torch.compile" if compiled else "pytorch eager"
             try:
                 rows.append((name, precision,
@@ -250,6 +256,9 @@ def main():
     r = sub.add_parser("run")
     r.add_argument("dir")
     r.add_argument("--steps", type=int, default=12)
+    r.add_argument("--torch-modes", default="eager,compile",
+                   help="the PyTorch sides: eager, compile or both "
+                        "(torch.compile's first step compiles for a minute)")
     r.add_argument("--device", default="cuda")
     r.add_argument("--peak-f32", type=float, default=67.0)
     r.add_argument("--peak-bf16", type=float, default=989.0)

@@ -19,6 +19,25 @@ bool inKernel(Operation *op) {
          op->getParentOfType<gpu::GPUModuleOp>();
 }
 
+/// Gives each kernel that reads the constant `global` its own
+/// memref.get_global, before the use: kernel outlining then copies the
+/// global into the kernel's module, so it reaches the device with the
+/// code, once. Returns whether the host code still uses it (a library call,
+/// a copy): those uses get a device copy per call.
+bool moveIntoKernels(memref::GetGlobalOp global, IRRewriter &rewriter) {
+  for (OpOperand &use : llvm::make_early_inc_range(global->getUses())) {
+    Operation *user = use.getOwner();
+    if (!user->getParentOfType<gpu::LaunchOp>())
+      continue;
+    rewriter.setInsertionPoint(user);
+    use.set(rewriter.clone(*global)->getResult(0));
+  }
+  if (!global->use_empty())
+    return true;
+  rewriter.eraseOp(global);
+  return false;
+}
+
 /// Rewrites the buffer operations of one host function.
 LogicalResult moveToDevice(func::FuncOp func) {
   IRRewriter rewriter(func.getContext());
@@ -29,8 +48,13 @@ LogicalResult moveToDevice(func::FuncOp func) {
             memref::CopyOp, memref::GetGlobalOp>(op))
       ops.push_back(op);
   });
-  // Constants are copied to the device once per call, at the start.
+  // Constants the host code uses are copied to the device once per call,
+  // at the start.
   Block &entry = func.getBody().front();
+  llvm::erase_if(ops, [&](Operation *op) {
+    auto global = dyn_cast<memref::GetGlobalOp>(op);
+    return global && !moveIntoKernels(global, rewriter);
+  });
   for (Operation *op : ops)
     if (isa<memref::GetGlobalOp>(op))
       op->moveBefore(&entry, entry.begin());

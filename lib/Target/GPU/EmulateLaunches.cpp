@@ -32,6 +32,42 @@ constexpr const char *kCheckAccess = weft::runtime::kEmulatedCheckAccess;
 constexpr const char *kCheckAlignment = weft::runtime::kEmulatedCheckAlignment;
 constexpr const char *kLaunchMark = weft::runtime::kEmulatedLaunchMark;
 constexpr const char *kLaunchPartMark = weft::runtime::kEmulatedLaunchPartMark;
+constexpr const char *kDeviceConstant = weft::runtime::kEmulatedDeviceConstant;
+
+/// Makes the constants `launch`'s kernel reads from its own image
+/// (weft-gpu-device-memory) device memory before it runs: a GPU loads them
+/// with the kernel's module.
+void registerKernelConstants(OpBuilder &b, ModuleOp module,
+                             gpu::LaunchOp launch) {
+  llvm::SetVector<StringRef> constants;
+  launch.getBody().walk(
+      [&](memref::GetGlobalOp global) { constants.insert(global.getName()); });
+  if (constants.empty())
+    return;
+  Type i64 = b.getI64Type();
+  if (!module.lookupSymbol(kDeviceConstant)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    auto declaration = func::FuncOp::create(b, module.getLoc(), kDeviceConstant,
+                                            b.getFunctionType({i64, i64}, {}));
+    declaration.setPrivate();
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(launch);
+  Location loc = launch.getLoc();
+  for (StringRef symbol : constants) {
+    auto global = module.lookupSymbol<memref::GlobalOp>(symbol);
+    MemRefType type = global.getType();
+    Value host = memref::GetGlobalOp::create(b, loc, type, symbol);
+    Value address = arith::IndexCastOp::create(
+        b, loc, i64,
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, host));
+    Value bytes = arith::ConstantIntOp::create(
+        b, loc, i64, type.getNumElements() * weft::elementBytes(type));
+    func::CallOp::create(b, loc, kDeviceConstant, TypeRange(),
+                         ValueRange{address, bytes});
+  }
+}
 
 /// Calls kLaunchMark before `op` when the kernel report numbered it.
 void markLaunch(OpBuilder &b, ModuleOp module, Operation *op) {
@@ -694,6 +730,7 @@ struct WeftGpuEmulateLaunchesPass
         int64_t index = launchesPerFunction[host]++;
         std::string name = describeLaunch(launch, index);
         checker.checkAlignments(launch, name);
+        registerKernelConstants(rewriter, module, launch);
         launch = outlineLaunch(
             launch,
             (host.getSymName() + "_kernel_" + std::to_string(index)).str(),

@@ -342,6 +342,20 @@ extern "C" void weft_emulation_check_alignment(int64_t address,
   std::_Exit(1);
 }
 
+/// Called by emulated code (weft-gpu-emulate-launches) before a launch whose
+/// kernel reads the constant of `bytes` bytes at `address` from its own
+/// image (weft-gpu-device-memory): from then on it is device memory, and
+/// its bytes went to the device once, as a GPU loads the kernel's module.
+extern "C" void weft_emulation_device_constant(int64_t address, int64_t bytes) {
+  using namespace weft::runtime::emulation;
+  uintptr_t begin;
+  size_t size;
+  if (findAllocation(uintptr_t(address), begin, size))
+    return;
+  recordAllocation(reinterpret_cast<const void *>(address), size_t(bytes));
+  stats.host_to_device_bytes += uint64_t(bytes);
+}
+
 /// Called by emulated code (weft-gpu-emulate-launches) where the launch or
 /// GEMM numbered `id` by the kernel report starts.
 extern "C" void weft_emulation_launch(int64_t id) {

@@ -29,25 +29,56 @@ func.func @buffers(%a: memref<8xf32>) {
 
 // -----
 
-// A constant in host memory is copied to the device at the start of the
-// function and freed at its return.
+// A constant that only kernels read goes into each kernel that reads it
+// (kernel outlining copies the global into the kernel's module): it
+// reaches the device with the code, not per call.
 memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
 // CHECK-LABEL: func.func @constant
-// CHECK:         %[[HOST:.*]] = memref.get_global @table : memref<4xf32>
-// CHECK-NEXT:    %[[DEVICE:.*]] = gpu.alloc () : memref<4xf32>
-// CHECK-NEXT:    gpu.memcpy %[[DEVICE]], %[[HOST]]
+// CHECK-NOT:     gpu.memcpy
 // CHECK:         gpu.launch
-// CHECK:           memref.load %[[DEVICE]]
-// CHECK:         gpu.dealloc %[[DEVICE]]
-// CHECK-NEXT:    return
+// CHECK:           %[[FIRST:.*]] = memref.get_global @table : memref<4xf32>
+// CHECK-NEXT:      memref.load %[[FIRST]]
+// CHECK:           %[[SECOND:.*]] = memref.get_global @table : memref<4xf32>
+// CHECK-NEXT:      memref.load %[[SECOND]]
+// CHECK:         gpu.launch
+// CHECK:           %[[THIRD:.*]] = memref.get_global @table : memref<4xf32>
+// CHECK-NEXT:      memref.load %[[THIRD]]
+// CHECK-NOT:     gpu.dealloc
+// CHECK:         return
 func.func @constant(%out: memref<f32>) {
   %c1 = arith.constant 1 : index
   %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
   %t = memref.get_global @table : memref<4xf32>
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     %x = memref.load %t[%c0] : memref<4xf32>
+    %y = memref.load %t[%c3] : memref<4xf32>
+    %s = arith.addf %x, %y : f32
+    memref.store %s, %out[] : memref<f32>
+    gpu.terminator
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %x = memref.load %t[%c3] : memref<4xf32>
     memref.store %x, %out[] : memref<f32>
     gpu.terminator
   }
+  return
+}
+
+// -----
+
+// A constant the host code passes on (here a copy) is copied to the device
+// at the start of the function and freed at its return.
+memref.global "private" constant @host_table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+// CHECK-LABEL: func.func @host_constant
+// CHECK:         %[[HOST:.*]] = memref.get_global @host_table : memref<4xf32>
+// CHECK-NEXT:    %[[DEVICE:.*]] = gpu.alloc () : memref<4xf32>
+// CHECK-NEXT:    gpu.memcpy %[[DEVICE]], %[[HOST]]
+// CHECK:         gpu.memcpy %{{.*}}, %[[DEVICE]]
+// CHECK:         gpu.dealloc %[[DEVICE]]
+// CHECK-NEXT:    return
+func.func @host_constant(%out: memref<4xf32>) {
+  %t = memref.get_global @host_table : memref<4xf32>
+  memref.copy %t, %out : memref<4xf32> to memref<4xf32>
   return
 }

@@ -238,7 +238,11 @@ def WeftGpuDeviceMemory : Pass<"weft-gpu-device-memory", "::mlir::ModuleOp"> {
     `memref.dealloc` becomes `gpu.dealloc`, and a `memref.copy` between
     contiguous buffers becomes `gpu.memcpy` (strided copies are kernels
     already, `weft-strided-copies-to-loops`). A constant (`memref.get_global`)
-    read by a kernel is copied into a device buffer at the start of the
+    that kernels read goes into the kernels: each use inside a launch gets
+    its own `memref.get_global`, which kernel outlining copies into the
+    kernel's module with the global, so the constant reaches the device
+    with the code, once. A constant the host code passes on (a copy, a
+    library call) is copied into a device buffer at the start of the
     function and freed at its returns.
 
     ```mlir

@@ -75,6 +75,12 @@ constexpr const char *kEmulatedLaunchPartMark = "weft_emulation_launch_part";
 constexpr const char *kEmulatedCheckAccess = "weft_emulation_check_access";
 constexpr const char *kEmulatedCheckAlignment =
     "weft_emulation_check_alignment";
+/// `weft_emulation_device_constant(address, bytes)`, before a launch whose
+/// kernel reads a constant of its own (weft-gpu-device-memory): the
+/// constant is device memory from then on, as the kernel image's data is,
+/// and its bytes went to the device once.
+constexpr const char *kEmulatedDeviceConstant =
+    "weft_emulation_device_constant";
 /// `weft_tracing() -> i1`: whether this run writes a trace;
 /// `weft_pipeline_mark(kind, chunk, microbatch)`: a pipeline stage's work
 /// starts (kind 0: forward, 1: backward, ...; weft-pipeline-cut).
