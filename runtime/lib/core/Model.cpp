@@ -80,14 +80,38 @@ struct weft_model {
   /// The buffers as the host sees them, and as the entry does: the same
   /// pointers when the device shares the host's memory.
   std::vector<void *> argv, deviceArgv;
-  /// (output, target) pairs of weft_model_feed_back.
+  /// (output, target) pairs of weft_model_feed_back, and whether the last
+  /// run's outputs are still to take their targets' places: done at the
+  /// next run or download, so that a caller who refuses a step (a NaN
+  /// loss) keeps the state before it.
   std::vector<std::pair<size_t, size_t>> feedback;
+  bool feedbackPending = false;
 };
 
 namespace {
 
 bool isTrainingState(const Buffer &buffer) {
   return buffer.info.role == WEFT_PARAM || buffer.info.role == WEFT_STATE;
+}
+
+/// The last run's fed-back outputs take their targets' places: on the
+/// host copied in, on a device of its own traded with them there.
+void applyFeedback(weft_model *model) {
+  if (!model->feedbackPending)
+    return;
+  model->feedbackPending = false;
+  for (auto [output, target] : model->feedback) {
+    Buffer &from = *model->buffers[output], &to = *model->buffers[target];
+    if (model->device->sharesHostMemory()) {
+      memcpy(model->argv[target], model->argv[output], to.info.local_bytes);
+      continue;
+    }
+    std::swap(from.device, to.device);
+    model->deviceArgv[output] = from.device;
+    model->deviceArgv[target] = to.device;
+    to.deviceCurrent = true;
+    to.hostCurrent = false;
+  }
 }
 
 } // namespace
@@ -402,6 +426,7 @@ int weft_model_feed_back(weft_model *model, size_t output, size_t target,
 }
 
 void weft_model_download(weft_model *model) {
+  applyFeedback(model);
   if (model->device->sharesHostMemory())
     return;
   for (size_t i = 0; i < model->buffers.size(); ++i) {
@@ -416,7 +441,9 @@ void weft_model_download(weft_model *model) {
 }
 
 int weft_model_host_changed(weft_model *model, size_t i) {
-  if (i >= model->buffers.size() || !isTrainingState(*model->buffers[i]))
+  // A write to host memory the last run's update has not reached yet.
+  if (i >= model->buffers.size() || !isTrainingState(*model->buffers[i]) ||
+      model->feedbackPending)
     return -1;
   model->buffers[i]->deviceCurrent = false;
   model->buffers[i]->hostCurrent = true;
@@ -462,15 +489,13 @@ double weft_model_run(weft_model *model, void (*entry)(void **), char *error,
       return -1;
     }
   auto start = std::chrono::steady_clock::now();
+  applyFeedback(model);
   if (model->device->sharesHostMemory()) {
     entry(model->argv.data());
-    for (auto [output, target] : model->feedback)
-      memcpy(model->argv[target], model->argv[output],
-             model->buffers[output]->info.local_bytes);
   } else {
     // The inputs go to the device each run, params and state only when
     // the host's copy is newer; the outputs come back, but those fed back
-    // trade places with their targets on the device.
+    // stay to trade places with their targets on the device.
     for (size_t i = 0; i < model->buffers.size(); ++i) {
       Buffer &buffer = *model->buffers[i];
       if (buffer.info.role == WEFT_OUTPUT ||
@@ -485,14 +510,8 @@ double weft_model_run(weft_model *model, void (*entry)(void **), char *error,
       if (buffer->info.role == WEFT_OUTPUT && !buffer->fedBack)
         model->device->copyToHost(buffer->owned, buffer->device,
                                   buffer->info.local_bytes);
-    for (auto [output, target] : model->feedback) {
-      Buffer &from = *model->buffers[output], &to = *model->buffers[target];
-      std::swap(from.device, to.device);
-      model->deviceArgv[output] = from.device;
-      model->deviceArgv[target] = to.device;
-      to.hostCurrent = false;
-    }
   }
+  model->feedbackPending = !model->feedback.empty();
   model->device->synchronize();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();

@@ -325,7 +325,7 @@ int64_t collapseBatch(int64_t batchRank, std::vector<int64_t> &sizes,
 /// into one are its strided batch; the others (views no GEMM library
 /// strides through evenly) a loop of calls. beta = 0 unless kGemmAccumulate
 /// (c is then not read); f32 inputs multiply as TF32 under kGemmTf32.
-/// Returns when c is written: the kernels that follow run on other streams.
+/// Queued on the compute stream, in order with the kernels around it.
 void cudaGemm(GemmInputs inputs, int64_t rankA, void *descA, int64_t rankB,
               void *descB, int64_t rankC, void *descC, void *descBias,
               int64_t rankAux, void *descAux, int64_t flags) {

@@ -24,26 +24,27 @@ using namespace weft::runtime::cuda;
 
 namespace {
 
+/// Each call goes through driver(), which makes the context current on
+/// the calling thread.
 class CudaDevice final : public weft::runtime::Device {
 public:
-  explicit CudaDevice(const Driver &driver) : cuda(driver) {}
   const char *name() const override { return weft::runtime::kCudaDevice; }
   void *allocate(size_t bytes) override {
     CUdeviceptr pointer = 0;
     // cuMemAlloc returns 256-byte aligned memory; it refuses 0 bytes.
-    if (cuda.memAlloc(&pointer, bytes ? bytes : 1) != CUDA_SUCCESS)
+    if (driver().memAlloc(&pointer, bytes ? bytes : 1) != CUDA_SUCCESS)
       return nullptr;
     ++deviceStats().allocations;
     return reinterpret_cast<void *>(pointer);
   }
   void deallocate(void *pointer) override {
-    check(cuda.memFree(CUdeviceptr(pointer)), "cuMemFree");
+    check(driver().memFree(CUdeviceptr(pointer)), "cuMemFree");
   }
   void copyFromHost(void *device, const void *host, size_t bytes) override {
     // In stream order; a pageable source is staged before the call returns.
     if (bytes) {
-      check(cuda.memcpyHtoDAsync(CUdeviceptr(device), host, bytes,
-                                 static_cast<CUstream>(computeStream())),
+      check(driver().memcpyHtoDAsync(CUdeviceptr(device), host, bytes,
+                                     static_cast<CUstream>(computeStream())),
             "cuMemcpyHtoDAsync");
       queued();
     }
@@ -54,14 +55,12 @@ public:
     // the work that wrote `device` first.
     waitForQueuedWork("the work before a copy to the host");
     if (bytes)
-      check(cuda.memcpyDtoH(host, CUdeviceptr(device), bytes), "cuMemcpyDtoH");
+      check(driver().memcpyDtoH(host, CUdeviceptr(device), bytes),
+            "cuMemcpyDtoH");
     deviceStats().device_to_host_bytes += bytes;
   }
   void synchronize() override { waitForQueuedWork("the device's work"); }
   weft_device_stats stats() const override { return deviceStats(); }
-
-private:
-  const Driver &cuda;
 };
 
 /// A kernel module embedded in the executable. Its loader runs among the
@@ -74,10 +73,9 @@ struct EmbeddedModule {
 };
 
 std::unique_ptr<weft::runtime::Device> createCudaDevice(std::string &error) {
-  const Driver *loaded = loadDriver(error);
-  if (!loaded)
+  if (!loadDriver(error))
     return nullptr;
-  return std::make_unique<CudaDevice>(*loaded);
+  return std::make_unique<CudaDevice>();
 }
 
 // A CUDA executable's host code needs no CPU BLAS: nothing to prepare.

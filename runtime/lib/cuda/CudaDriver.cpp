@@ -223,9 +223,24 @@ namespace {
 /// order on the compute stream, so a block freed after the work that uses
 /// it was queued is free for whatever the stream runs next.
 struct DevicePool {
+  struct Block {
+    size_t bytes;
+    bool free;
+  };
   std::mutex mutex;
-  std::unordered_map<CUdeviceptr, size_t> sizes;
+  std::unordered_map<CUdeviceptr, Block> blocks;
   std::multimap<size_t, CUdeviceptr> free;
+
+  /// Gives the free blocks back to the driver, once the stream's work is
+  /// done with them: for a request that found no memory left.
+  void release() {
+    waitForQueuedWork("the work before device memory is given back");
+    for (auto [bytes, pointer] : free) {
+      check(driver().memFree(pointer), "cuMemFree");
+      blocks.erase(pointer);
+    }
+    free.clear();
+  }
 };
 
 DevicePool &pool() {
@@ -236,36 +251,39 @@ DevicePool &pool() {
 
 void *allocate(size_t bytes, const char *subject) {
   size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
-  DevicePool &blocks = pool();
-  {
-    std::lock_guard<std::mutex> lock(blocks.mutex);
-    if (auto it = blocks.free.find(rounded); it != blocks.free.end()) {
-      CUdeviceptr pointer = it->second;
-      blocks.free.erase(it);
-      return reinterpret_cast<void *>(pointer);
-    }
+  DevicePool &pool = cuda::pool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  if (auto it = pool.free.find(rounded); it != pool.free.end()) {
+    CUdeviceptr pointer = it->second;
+    pool.free.erase(it);
+    pool.blocks[pointer].free = false;
+    return reinterpret_cast<void *>(pointer);
   }
   CUdeviceptr pointer = 0;
-  check(driver().memAlloc(&pointer, rounded), "cuMemAlloc", subject);
+  // Blocks of other sizes may hold the memory this one needs.
+  if (driver().memAlloc(&pointer, rounded) != CUDA_SUCCESS) {
+    pool.release();
+    check(driver().memAlloc(&pointer, rounded), "cuMemAlloc", subject);
+  }
   ++deviceStats().allocations;
-  std::lock_guard<std::mutex> lock(blocks.mutex);
-  blocks.sizes[pointer] = rounded;
+  pool.blocks[pointer] = {rounded, false};
   return reinterpret_cast<void *>(pointer);
 }
 
 void deallocate(void *pointer) {
-  DevicePool &blocks = pool();
-  std::lock_guard<std::mutex> lock(blocks.mutex);
-  auto it = blocks.sizes.find(CUdeviceptr(pointer));
-  if (it == blocks.sizes.end()) {
-    fprintf(stderr,
-            "error: CUDA: freeing device memory at %p that the "
-            "runtime did not allocate\n",
-            pointer);
+  DevicePool &pool = cuda::pool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  auto it = pool.blocks.find(CUdeviceptr(pointer));
+  if (it == pool.blocks.end() || it->second.free) {
+    fprintf(stderr, "error: CUDA: freeing device memory at %p that %s\n",
+            pointer,
+            it == pool.blocks.end() ? "the runtime did not allocate"
+                                    : "is free already");
     fflush(nullptr);
     std::_Exit(1);
   }
-  blocks.free.emplace(it->second, it->first);
+  it->second.free = true;
+  pool.free.emplace(it->second.bytes, it->first);
 }
 
 weft_device_stats &deviceStats() {

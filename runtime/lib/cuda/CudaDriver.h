@@ -5,9 +5,11 @@
 // through these:
 // CudaDevice.cpp (the runtime's Device and MLIR's mgpu* functions) through
 // the driver's entry points, the GPU libraries (CublasLt.cpp,
-// CudnnAttention.cpp) through the helpers at the end. Each helper makes the
-// context current on the calling thread first and ends the run with one
-// line when the driver call fails.
+// CudnnAttention.cpp) through the helpers at the end. Each helper that
+// calls the driver makes the context current on the calling thread first
+// (driver()) and ends the run with one line when the driver call fails.
+// One host thread at a time drives the GPU (the runner's; the queued-work
+// flag and the libraries' plans are shared).
 //
 //===----------------------------------------------------------------------===//
 

@@ -184,8 +184,9 @@ const Cudnn &cudnn(const std::string &where) {
     if (loaded.version < 90000)
       fail("cuDNN " + std::to_string(loaded.version) +
            " is too old: fused attention needs cuDNN 9 " + where);
-    // The stream first: it makes the device's context current on this
-    // thread, which cudnnCreate binds the handle to.
+    // The device's context current on this thread, which cudnnCreate
+    // binds the handle to.
+    weft::runtime::cuda::driver();
     loaded.stream = weft::runtime::cuda::computeStream();
     if (int status = loaded.create(&loaded.handle))
       fail("cuDNN cudnnCreate failed: " + describe(loaded, status) + " " +

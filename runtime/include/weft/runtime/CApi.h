@@ -100,20 +100,24 @@ int weft_model_bind(weft_model *model, size_t i, void *data);
 void *weft_model_data(weft_model *model, size_t i);
 /* Declares that after each run, output `output` holds the next value of
  * the parameter or state buffer `target` (an optimizer's update; both of
- * one size and split alike). On a device of its own the two trade their
- * device memory after the run, so the training state stays on the device
- * and neither is copied; on the host the output is copied into the
- * target's memory. A parameter still read from the weights file gets a
- * writable copy. 0, or -1 with `error` set. */
+ * one size and split alike). It takes the target's place when the next
+ * run starts or at weft_model_download (a caller who refuses a step, a NaN
+ * loss, keeps the state before it): on a device of its own the two trade
+ * their device memory, so the training state stays on the device and
+ * neither is copied; on the host the output is copied into the target's
+ * memory. A parameter still read from the weights file gets a writable
+ * copy. 0, or -1 with `error` set. */
 int weft_model_feed_back(weft_model *model, size_t output, size_t target,
                          char *error, size_t error_size);
-/* Brings every parameter and state buffer whose newest value is on the
- * device to its host memory (weft_model_data): for a checkpoint, or an
- * average of replicas. Nothing to do when the device shares host memory. */
+/* Puts the last run's updates in place and brings every parameter and
+ * state buffer whose newest value is on the device to its host memory
+ * (weft_model_data): before the host reads or writes the state, for a
+ * checkpoint or an average of replicas. */
 void weft_model_download(weft_model *model);
 /* The host memory of parameter or state buffer `i` was written (a loaded
  * checkpoint, an average of replicas): it goes to the device before the
- * next run. */
+ * next run. -1 after a run whose updates weft_model_download has not put
+ * in place yet. */
 int weft_model_host_changed(weft_model *model, size_t i);
 /* A training step's optimizer ("adamw", "sgd"), Adam's betas and the
  * vocabulary its labels index, or "" for another program. */
