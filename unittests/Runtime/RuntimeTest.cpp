@@ -563,3 +563,79 @@ TEST(Allocator, ReusesFreedBlocksOfTheSameSize) {
 }
 
 } // namespace
+
+namespace {
+
+// A one-parameter "training step" for the model API: w_next = w + x,
+// sum = the sum of w_next. Buffers in manifest order: x, w, w_next, sum.
+void addStep(void **buffers) {
+  auto *x = static_cast<const float *>(buffers[0]);
+  auto *w = static_cast<const float *>(buffers[1]);
+  auto *next = static_cast<float *>(buffers[2]);
+  auto *sum = static_cast<float *>(buffers[3]);
+  *sum = 0;
+  for (int i = 0; i < 4; ++i)
+    *sum += next[i] = w[i] + x[i];
+}
+
+std::string addStepManifest(const char *device) {
+  Manifest manifest;
+  manifest.device = device;
+  manifest.buffers.push_back({WEFT_INPUT, "x", WEFT_F32, {4}, "-", 0, 0});
+  manifest.buffers.push_back({WEFT_PARAM, "w", WEFT_F32, {4}, "-", 0, 0});
+  manifest.buffers.push_back(
+      {WEFT_OUTPUT, "param:w", WEFT_F32, {4}, "-", 0, 0});
+  manifest.buffers.push_back({WEFT_OUTPUT, "sum", WEFT_F32, {}, "", 0, 0});
+  return manifest.toJson();
+}
+
+} // namespace
+
+// weft_model_feed_back: the update takes the parameter's place when the
+// next run starts or at a download, on the host and on a device of its own
+// alike; only the input goes to the device each run and only the sum comes
+// back; a host write after a run must wait for the download.
+TEST(Model, FedBackUpdatesStayOnTheDevice) {
+  for (const char *device : {kCpuDevice, kEmulatedCudaDevice}) {
+    SCOPED_TRACE(device);
+    std::string manifest = addStepManifest(device);
+    char error[256] = "";
+    weft_model *model =
+        weft_model_open(manifest.c_str(), nullptr, error, sizeof(error));
+    ASSERT_TRUE(model) << error;
+    float x[4] = {1, 1, 1, 1}, w[4] = {0, 1, 2, 3};
+    weft_model_set_input(model, 0, x);
+    weft_model_bind(model, 1, w);
+    EXPECT_EQ(weft_model_feed_back(model, 3, 1, error, sizeof(error)), -1);
+    EXPECT_EQ(weft_model_feed_back(model, 2, 1, error, sizeof(error)), 0)
+        << error;
+    EXPECT_EQ(weft_model_feed_back(model, 2, 1, error, sizeof(error)), -1);
+    EXPECT_STREQ(error, "output 'param:w' cannot be fed back to 'w': it is "
+                        "fed back already");
+    weft_device_stats before{}, after{};
+    for (int step = 1; step <= 3; ++step) {
+      weft_model_device_stats(model, &before);
+      ASSERT_GE(weft_model_run(model, addStep, error, sizeof(error)), 0);
+      weft_model_device_stats(model, &after);
+      // w after `step` steps is w0 + step: the sum 6 + 4 * step.
+      EXPECT_EQ(*static_cast<float *>(weft_model_output(model, 3)),
+                6 + 4 * step);
+      bool onDevice = std::string(device) != kCpuDevice;
+      EXPECT_EQ(after.host_to_device_bytes - before.host_to_device_bytes,
+                onDevice ? (step == 1 ? 32u : 16u) : 0u);
+      EXPECT_EQ(after.device_to_host_bytes - before.device_to_host_bytes,
+                onDevice ? 4u : 0u);
+    }
+    // The last update is not in place until the download.
+    EXPECT_EQ(weft_model_host_changed(model, 1), -1);
+    weft_model_download(model);
+    EXPECT_EQ(w[3], 6.0f);
+    // A host write goes to the device before the next run.
+    w[0] = 100;
+    EXPECT_EQ(weft_model_host_changed(model, 1), 0);
+    ASSERT_GE(weft_model_run(model, addStep, error, sizeof(error)), 0);
+    EXPECT_EQ(*static_cast<float *>(weft_model_output(model, 3)),
+              100 + 1 + (4 + 5 + 6) + 3);
+    weft_model_close(model);
+  }
+}
