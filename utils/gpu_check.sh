@@ -7,11 +7,11 @@
 #                                       PYTHONPATH=build/python; no GPU):
 #                                       builds DIR/checks (utils/gpu_check.py)
 #                                       and DIR/bench (bench/gpu_train.py)
-#                                       and packs DIR.tar.xz, what a GPU
+#                                       and packs DIR.tar.gz, what a GPU
 #                                       machine gets. DIR defaults to
 #                                       build/gpu-check (ignored by git); a
 #                                       bundle over 32 MiB is refused.
-#   utils/gpu_check.sh DIR[.tar.xz]     on the GPU machine: the phases below,
+#   utils/gpu_check.sh DIR[.tar.gz]     on the GPU machine: the phases below,
 #                                       most important first, each in its
 #                                       own time box (350 s in all); exits
 #                                       non-zero when one fails, 69 without
@@ -31,7 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 max_bundle_mib=32
 if [ "$1" = "--prepare" ]; then
   dir=${2:-$here/../build/gpu-check}
-  rm -rf "$dir" "$dir.tar.xz"
+  rm -rf "$dir" "$dir.tar.gz"
   mkdir -p "$dir"
   python3 "$here/gpu_check.py" prepare "$dir/checks" \
     --models "$here/../../shared/models" \
@@ -39,17 +39,17 @@ if [ "$1" = "--prepare" ]; then
   python3 "$here/../bench/gpu_train.py" prepare "$dir/bench"
   cp "$0" "$dir/gpu_check.sh"
   dir=$(cd "$dir" && pwd)
-  tar cJf "$dir.tar.xz" -C "$(dirname "$dir")" "$(basename "$dir")"
-  bytes=$(wc -c < "$dir.tar.xz")
+  tar czf "$dir.tar.gz" -C "$(dirname "$dir")" "$(basename "$dir")"
+  bytes=$(wc -c < "$dir.tar.gz")
   mib=$(( (bytes + 1048575) / 1048576 ))
   if [ "$bytes" -gt $(( max_bundle_mib * 1048576 )) ]; then
-    echo "error: the bundle $dir.tar.xz is $mib MiB, over $max_bundle_mib" >&2
+    echo "error: the bundle $dir.tar.gz is $mib MiB, over $max_bundle_mib" >&2
     exit 1
   fi
-  echo "to carry: $dir.tar.xz ($bytes bytes, $mib MiB of at most $max_bundle_mib)"
+  echo "to carry: $dir.tar.gz ($bytes bytes, $mib MiB of at most $max_bundle_mib)"
   exit 0
 fi
-[ $# -eq 1 ] || { echo "usage: $0 --prepare [DIR] | $0 DIR[.tar.xz]" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: $0 --prepare [DIR] | $0 DIR[.tar.gz]" >&2; exit 2; }
 
 # Everything below also goes to $OUT/gpu_check.log, line by line.
 if [ -n "$OUT" ] && [ -z "$GPU_CHECK_LOGGED" ]; then
@@ -64,9 +64,9 @@ fi
 export PYTHONUNBUFFERED=1
 
 case "$1" in
-*.tar.xz)
-  tar xJf "$1" -C "$(dirname "$1")"
-  dir=$(cd "${1%.tar.xz}" && pwd) ;;
+*.tar.gz)
+  tar xzf "$1" -C "$(dirname "$1")"
+  dir=$(cd "${1%.tar.gz}" && pwd) ;;
 *) dir=$(cd "$1" && pwd) ;;
 esac
 nvidia=$(python3 -c "
