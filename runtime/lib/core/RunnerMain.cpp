@@ -166,14 +166,14 @@ int main(int argc, char **argv) {
   const char *manifest =
       pipelined() ? weft_pipeline_manifests[0] : weft_manifest;
   // The backend of the program's device prepares the process before
-  // anything runs (the CPU's may re-execute it).
-  {
-    std::string ignored;
-    if (std::optional<Manifest> program = readManifest(manifest, ignored))
-      if (const Backend *backend = findBackend(program->device);
-          backend && backend->prepareProcess)
-        backend->prepareProcess(argv);
-  }
+  // anything runs (the CPU's may re-execute it); a manifest that does not
+  // parse is reported once the arguments are read.
+  std::string manifestError;
+  std::optional<Manifest> first = readManifest(manifest, manifestError);
+  if (first)
+    if (const Backend *backend = findBackend(first->device);
+        backend && backend->prepareProcess)
+      backend->prepareProcess(argv);
   void (*entry)(void **) = weft_entry;
   std::string weightsPath;
   std::map<std::string, std::string> inputs, outputs;
@@ -324,8 +324,6 @@ int main(int argc, char **argv) {
   if (threads)
     omp_set_num_threads(threads);
   // The ranks of a partitioned model; one rank otherwise.
-  std::string manifestError;
-  std::optional<Manifest> first = readManifest(manifest, manifestError);
   if (!first)
     return fail(manifestError);
   if (std::string why; !createDevice(first->device, why)) {

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -43,6 +44,17 @@
 
 namespace weft::runtime {
 namespace {
+
+/// What the device did between two readings of its counters.
+weft_device_stats countedBetween(const weft_device_stats &before,
+                                 const weft_device_stats &after) {
+  return {after.host_to_device_bytes - before.host_to_device_bytes,
+          after.device_to_host_bytes - before.device_to_host_bytes,
+          after.synchronizations - before.synchronizations,
+          after.launches - before.launches,
+          after.allocations - before.allocations,
+          after.graph_replays - before.graph_replays};
+}
 
 /// Local SGD's average: each tensor the replicas hold summed over them and
 /// divided by their number (float tensors; the others never differ).
@@ -623,16 +635,9 @@ int train(weft_model *model, void (*entry)(void **), World &world,
       if (int status = save(options.checkpointDir, step))
         return status;
     // What the device did in this step, its checkpoint included.
-    weft_device_stats after{}, device{};
+    weft_device_stats after{};
     weft_model_device_stats(model, &after);
-    device.host_to_device_bytes =
-        after.host_to_device_bytes - before.host_to_device_bytes;
-    device.device_to_host_bytes =
-        after.device_to_host_bytes - before.device_to_host_bytes;
-    device.synchronizations = after.synchronizations - before.synchronizations;
-    device.launches = after.launches - before.launches;
-    device.allocations = after.allocations - before.allocations;
-    device.graph_replays = after.graph_replays - before.graph_replays;
+    weft_device_stats device = countedBetween(before, after);
     before = after;
     if (rank != 0)
       continue;
@@ -647,16 +652,12 @@ int train(weft_model *model, void (*entry)(void **), World &world,
              static_cast<long long>(options.steps), loss, lr, norm,
              tokensPerSecond, 100 * mfu);
     if (options.deviceStats)
-      printf("step %4lld device: %llu B to it, %llu B back, %llu "
-             "synchronizations, %llu launches, %llu allocations, %llu graph "
-             "replays\n",
-             static_cast<long long>(step),
-             static_cast<unsigned long long>(device.host_to_device_bytes),
-             static_cast<unsigned long long>(device.device_to_host_bytes),
-             static_cast<unsigned long long>(device.synchronizations),
-             static_cast<unsigned long long>(device.launches),
-             static_cast<unsigned long long>(device.allocations),
-             static_cast<unsigned long long>(device.graph_replays));
+      printf("step %4lld device: %" PRIu64 " B to it, %" PRIu64 " B back, "
+             "%" PRIu64 " synchronizations, %" PRIu64 " launches, %" PRIu64
+             " allocations, %" PRIu64 " graph replays\n",
+             static_cast<long long>(step), device.host_to_device_bytes,
+             device.device_to_host_bytes, device.synchronizations,
+             device.launches, device.allocations, device.graph_replays);
     if (progressBar && step < options.steps) {
       constexpr int width = 30;
       int filled = int(width * step / options.steps);
@@ -673,16 +674,14 @@ int train(weft_model *model, void (*entry)(void **), World &world,
               mfu);
       if (options.deviceStats)
         fprintf(log,
-                ", \"device\": {\"host_to_device_bytes\": %llu, "
-                "\"device_to_host_bytes\": %llu, \"synchronizations\": %llu, "
-                "\"launches\": %llu, \"allocations\": %llu, \"graph_replays\": "
-                "%llu}",
-                static_cast<unsigned long long>(device.host_to_device_bytes),
-                static_cast<unsigned long long>(device.device_to_host_bytes),
-                static_cast<unsigned long long>(device.synchronizations),
-                static_cast<unsigned long long>(device.launches),
-                static_cast<unsigned long long>(device.allocations),
-                static_cast<unsigned long long>(device.graph_replays));
+                ", \"device\": {\"host_to_device_bytes\": %" PRIu64
+                ", \"device_to_host_bytes\": %" PRIu64
+                ", \"synchronizations\": %" PRIu64 ", \"launches\": %" PRIu64
+                ", \"allocations\": %" PRIu64 ", \"graph_replays\": %" PRIu64
+                "}",
+                device.host_to_device_bytes, device.device_to_host_bytes,
+                device.synchronizations, device.launches, device.allocations,
+                device.graph_replays);
       fputs("}\n", log);
     }
     fflush(stdout);

@@ -62,7 +62,6 @@ const Driver *loadDriver(std::string &error) {
     bind(driver.deviceGet, "cuDeviceGet");
     bind(driver.primaryCtxRetain, "cuDevicePrimaryCtxRetain");
     bind(driver.ctxSetCurrent, "cuCtxSetCurrent");
-    bind(driver.ctxSynchronize, "cuCtxSynchronize");
     bind(driver.memAlloc, "cuMemAlloc_v2");
     bind(driver.memFree, "cuMemFree_v2");
     bind(driver.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
@@ -71,12 +70,10 @@ const Driver *loadDriver(std::string &error) {
     bind(driver.memsetD32Async, "cuMemsetD32Async");
     bind(driver.memsetD16Async, "cuMemsetD16Async");
     bind(driver.moduleLoadData, "cuModuleLoadData");
-    bind(driver.moduleUnload, "cuModuleUnload");
     bind(driver.moduleGetFunction, "cuModuleGetFunction");
     bind(driver.launchKernel, "cuLaunchKernel");
     bind(driver.streamCreate, "cuStreamCreate");
     bind(driver.streamSynchronize, "cuStreamSynchronize");
-    bind(driver.streamDestroy, "cuStreamDestroy_v2");
     bind(driver.streamWaitEvent, "cuStreamWaitEvent");
     bind(driver.eventCreate, "cuEventCreate");
     bind(driver.eventDestroy, "cuEventDestroy_v2");

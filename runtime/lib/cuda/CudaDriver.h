@@ -46,7 +46,6 @@ struct Driver {
   CUresult (*deviceGet)(CUdevice *, int);
   CUresult (*primaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*ctxSetCurrent)(CUcontext);
-  CUresult (*ctxSynchronize)();
   CUresult (*memAlloc)(CUdeviceptr *, size_t);
   CUresult (*memFree)(CUdeviceptr);
   CUresult (*memcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
@@ -55,14 +54,12 @@ struct Driver {
   CUresult (*memsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
   CUresult (*memsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
   CUresult (*moduleLoadData)(CUmodule *, const void *);
-  CUresult (*moduleUnload)(CUmodule);
   CUresult (*moduleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                            unsigned, unsigned, unsigned, CUstream, void **,
                            void **);
   CUresult (*streamCreate)(CUstream *, unsigned);
   CUresult (*streamSynchronize)(CUstream);
-  CUresult (*streamDestroy)(CUstream);
   CUresult (*streamWaitEvent)(CUstream, CUevent, unsigned);
   CUresult (*eventCreate)(CUevent *, unsigned);
   CUresult (*eventDestroy)(CUevent);
